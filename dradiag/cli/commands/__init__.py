@@ -1,0 +1,1 @@
+"""One module per command, each with ``register(app)``; discovered by ``cli/app.py``."""

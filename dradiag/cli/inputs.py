@@ -1,0 +1,57 @@
+"""Where a command's Snapshot comes from: ``--from PATH`` offline, or the live cluster.
+
+Commands describe *what* they need as a :class:`Target`; live collection uses it to read
+only that (targeted reads for ``claim``/``pod``, whole-cluster lists for ``scan``,
+``inventory``, ``selector-check``). Offline input is read whole either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from dradiag.errors import UsageError
+
+if TYPE_CHECKING:
+    from dradiag.cli.options import CommonOptions
+    from dradiag.snapshot.model import Snapshot
+
+TargetKind = Literal["claim", "pod", "cluster"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Target:
+    """What a command is about, so collection can stay targeted."""
+
+    kind: TargetKind
+    namespace: str | None = None
+    name: str | None = None
+    nodes: tuple[str, ...] = ()
+    """Nodes the command is restricted to (``--node``), when any."""
+
+
+def parse_namespaced_name(value: str, *, default_namespace: str | None = None) -> tuple[str, str]:
+    """``NS/NAME`` (or ``NAME`` with ``-n NS``) → (namespace, name); UsageError otherwise."""
+    if "/" in value:
+        namespace, _, name = value.partition("/")
+        if not namespace or not name or "/" in name:
+            raise UsageError(f"expected NAMESPACE/NAME, got {value!r}")
+        return namespace, name
+    if not value:
+        raise UsageError("expected NAMESPACE/NAME, got an empty string")
+    return (default_namespace or "default"), value
+
+
+def obtain_snapshot(options: CommonOptions, target: Target) -> Snapshot:
+    """The Snapshot for this run: offline from ``--from``, else collected live."""
+    if options.from_path:
+        from dradiag.sources.manifests import load_snapshot
+
+        return load_snapshot(options.from_path)
+    try:
+        from dradiag.sources.live import collect_snapshot
+    except ImportError:
+        raise UsageError(
+            "live collection is not available in this build; use --from PATH"
+        ) from None
+    return collect_snapshot(options, target)

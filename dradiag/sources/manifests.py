@@ -1,0 +1,436 @@
+"""Offline input (``--from PATH``): files, directories and stdin into documents and a Snapshot.
+
+Accepts what DESIGN §4 lists: a directory tree or a single file of ``*.yaml``/``*.yml``/
+``*.json``, single or multi-document YAML, ``kind: List`` and ``<Kind>List`` (including
+raw API list responses whose items carry no ``kind``), ``kubectl get -o yaml|json``
+output, ``*.log`` container logs, and ``-`` for stdin. A ``collection.json`` at the top
+of a directory (written by ``dradiag bundle``) states what was and was not collected.
+
+Malformed input is an :class:`InputError` naming file, line and column (exit 2): a
+corrupt file must not silently drop evidence. Documents that are not Kubernetes objects,
+and kinds dradiag does not read, are reported on stderr and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dradiag.errors import InputError
+from dradiag.snapshot.model import (
+    CollectionError,
+    ContainerLog,
+    Coverage,
+    K8sObject,
+    Kind,
+    KindRecord,
+    Snapshot,
+    SourceInfo,
+    name_of,
+    namespace_of,
+)
+from dradiag.snapshot.normalize import kind_of, normalize
+
+logger = logging.getLogger(__name__)
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+LOG_SUFFIX = ".log"
+COLLECTION_FILE = "collection.json"
+
+# Lower-case plural spellings, used to tell which kind an *empty* list file held
+# (`kubectl get events -o yaml` with no events prints a bare `kind: List`).
+_KIND_BY_PLURAL: dict[str, Kind] = {
+    "resourceslices": Kind.RESOURCE_SLICE,
+    "deviceclasses": Kind.DEVICE_CLASS,
+    "devicetaintrules": Kind.DEVICE_TAINT_RULE,
+    "resourceclaims": Kind.RESOURCE_CLAIM,
+    "resourceclaimtemplates": Kind.RESOURCE_CLAIM_TEMPLATE,
+    "pods": Kind.POD,
+    "nodes": Kind.NODE,
+    "events": Kind.EVENT,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One Kubernetes-looking object read from input, with where it came from."""
+
+    obj: dict[str, Any]
+    path: str
+    line: int | None = None
+    """1-based line of the document's start in a YAML stream, when known."""
+
+
+@dataclass(slots=True)
+class _Loaded:
+    documents: list[Document]
+    logs: list[ContainerLog]
+    empty_list_kinds: set[Kind]
+    collection: Mapping[str, Any] | None
+
+
+# -- decoding -------------------------------------------------------------------------
+
+
+def _loads_json(text: str | bytes, path: str) -> Any:
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a declared dependency
+        orjson = None  # type: ignore[assignment]
+    try:
+        if orjson is not None:
+            return orjson.loads(text)
+        return json.loads(text)
+    except json.JSONDecodeError as exc:  # orjson's error subclasses it
+        raise InputError(
+            f"malformed JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno
+        ) from None
+
+
+def _yaml_loader() -> type[yaml.SafeLoader]:
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _decode(data: bytes, path: str) -> str:
+    if b"\x00" in data[:8192]:
+        raise InputError("binary file, not YAML or JSON", path=path)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path, line=line) from None
+
+
+def parse_stream(data: bytes, path: str) -> Iterator[tuple[Any, int | None]]:
+    """Yield (document, 1-based start line) from a YAML or JSON byte stream."""
+    text = _decode(data, path)
+    stripped = text.lstrip()
+    if not stripped:
+        return
+    if stripped[0] in "{[":
+        try:
+            yield _loads_json(text, path), 1
+            return
+        except InputError:
+            # JSON is YAML, but YAML flow style is not always JSON: let YAML decide.
+            if Path(path).suffix == ".json":
+                raise
+    try:
+        loader = _yaml_loader()(text)
+        try:
+            while loader.check_node():
+                node = loader.get_node()
+                line = node.start_mark.line + 1 if node is not None else None
+                yield loader.construct_document(node), line
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        reason = (exc.problem or exc.context or "malformed YAML").strip()
+        raise InputError(
+            f"malformed YAML: {reason}",
+            path=path,
+            line=mark.line + 1 if mark else None,
+            column=mark.column + 1 if mark else None,
+        ) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"malformed YAML: {exc}", path=path) from None
+    except RecursionError:
+        raise InputError("YAML nested too deeply", path=path) from None
+
+
+def _expand(doc: Any, path: str, line: int | None, empty_kinds: set[Kind]) -> Iterator[Document]:
+    """Flatten Lists and top-level arrays into objects; report and skip non-objects."""
+    if doc is None:
+        return
+    if isinstance(doc, list):
+        for item in doc:
+            yield from _expand(item, path, line, empty_kinds)
+        return
+    if not isinstance(doc, dict):
+        logger.warning("%s%s: skipped: not a Kubernetes object", path, f":{line}" if line else "")
+        return
+    kind = doc.get("kind")
+    items = doc.get("items")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
+        item_kind = kind[: -len("List")] or None
+        api_version = doc.get("apiVersion")
+        if not items:
+            hinted = _KIND_BY_PLURAL.get(Path(path).stem.lower()) if item_kind is None else None
+            hinted = hinted or next((k for k in Kind if k.value == item_kind), None)
+            if hinted is not None:
+                empty_kinds.add(hinted)
+        for item in items:
+            if isinstance(item, dict) and item_kind and "kind" not in item:
+                # Raw API list responses omit kind/apiVersion on items.
+                item = {"apiVersion": api_version, "kind": item_kind, **item}
+            yield from _expand(item, path, line, empty_kinds)
+        return
+    if not isinstance(kind, str) or not isinstance(doc.get("apiVersion"), str):
+        logger.warning(
+            "%s%s: skipped: not a Kubernetes object (no apiVersion/kind)",
+            path,
+            f":{line}" if line else "",
+        )
+        return
+    yield Document(doc, path, line)
+
+
+def read_documents(data: bytes, path: str) -> tuple[list[Document], set[Kind]]:
+    """Every object in one YAML/JSON stream, and kinds proven empty by empty list files."""
+    empty: set[Kind] = set()
+    docs: list[Document] = []
+    for doc, line in parse_stream(data, path):
+        docs.extend(_expand(doc, path, line, empty))
+    return docs, empty
+
+
+# -- logs -----------------------------------------------------------------------------
+
+
+def _log_identity(path: Path, root: Path | None) -> tuple[str | None, str, str, bool] | None:
+    """(namespace, pod, container, previous) from a log file's path, or None.
+
+    ``logs/<ns>/<pod>/<container>[.previous].log`` (bundle layout) or
+    ``[<ns>_]<pod>_<container>[.previous].log`` anywhere. Pod and container names are
+    DNS labels/subdomains and cannot contain ``_``, so the split is unambiguous.
+    """
+    stem = path.name[: -len(LOG_SUFFIX)]
+    previous = stem.endswith(".previous")
+    if previous:
+        stem = stem[: -len(".previous")]
+    rel = path.relative_to(root).parts if root is not None and path.is_relative_to(root) else ()
+    if len(rel) >= 4 and rel[-4] == "logs":
+        return rel[-3], rel[-2], stem, previous
+    parts = stem.split("_")
+    if len(parts) == 2 and all(parts):
+        return None, parts[0], parts[1], previous
+    if len(parts) == 3 and all(parts):
+        return parts[0], parts[1], parts[2], previous
+    return None
+
+
+def read_log(path: Path, root: Path | None) -> ContainerLog | None:
+    """A container log file as a ContainerLog; None (with a warning) when unattributable."""
+    ident = _log_identity(path, root)
+    if ident is None:
+        logger.warning(
+            "%s: skipped: cannot tell which pod/container this log is "
+            "(name it <pod>_<container>.log or logs/<ns>/<pod>/<container>.log)",
+            path,
+        )
+        return None
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # Container output may hold stray bytes; keep the evidence, flag the file.
+        line = data.count(b"\n", 0, exc.start) + 1
+        logger.warning(
+            "%s:%d: not UTF-8 (byte %d); undecodable bytes replaced", path, line, exc.start
+        )
+        text = data.decode("utf-8", errors="replace")
+    namespace, pod, container, previous = ident
+    return ContainerLog(
+        namespace=namespace,
+        pod=pod,
+        container=container,
+        previous=previous,
+        text=text,
+        source=str(path),
+    )
+
+
+# -- walking input --------------------------------------------------------------------
+
+
+def _iter_files(root: Path) -> Iterator[Path]:
+    for path in sorted(root.rglob("*")):
+        if any(part.startswith(".") for part in path.relative_to(root).parts):
+            continue
+        if path.is_file():
+            yield path
+
+
+def _read_path(path_arg: str, stdin: Any = None) -> _Loaded:
+    docs: list[Document] = []
+    logs: list[ContainerLog] = []
+    empty: set[Kind] = set()
+    collection: Mapping[str, Any] | None = None
+    if path_arg == "-":
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        found, empty = read_documents(stream.read(), "<stdin>")
+        return _Loaded(found, [], empty, None)
+    root = Path(path_arg)
+    if not root.exists():
+        raise InputError("no such file or directory", path=path_arg)
+    if root.is_file():
+        if root.suffix == LOG_SUFFIX:
+            log = read_log(root, None)
+            return _Loaded([], [log] if log else [], set(), None)
+        found, empty = read_documents(_read_bytes(root), str(root))
+        return _Loaded(found, [], empty, None)
+    for path in _iter_files(root):
+        if path.name == COLLECTION_FILE and path.parent == root:
+            collection = _read_collection(path)
+        elif path.suffix in MANIFEST_SUFFIXES:
+            found, kinds = read_documents(_read_bytes(path), str(path))
+            docs.extend(found)
+            empty |= kinds
+        elif path.suffix == LOG_SUFFIX:
+            log = read_log(path, root)
+            if log is not None:
+                logs.append(log)
+        else:
+            logger.debug("%s: ignored (not .yaml/.yml/.json/.log)", path)
+    return _Loaded(docs, logs, empty, collection)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
+
+
+def _read_collection(path: Path) -> Mapping[str, Any]:
+    data = _loads_json(_read_bytes(path), str(path))
+    if not isinstance(data, Mapping):
+        raise InputError("collection record must be a JSON object", path=str(path))
+    return data
+
+
+# -- Snapshot -------------------------------------------------------------------------
+
+
+def snapshot_from_documents(
+    documents: Iterable[Document],
+    *,
+    logs: Iterable[ContainerLog] = (),
+    empty_kinds: Iterable[Kind] = (),
+    collection: Mapping[str, Any] | None = None,
+    source: SourceInfo | None = None,
+    require_objects: bool = True,
+    location: str | None = None,
+) -> Snapshot:
+    """Normalize documents into a Snapshot and work out what the input covered."""
+    objects: dict[Kind, list[K8sObject]] = {k: [] for k in Kind if k is not Kind.LOG}
+    raw: dict[tuple[str, str, str], K8sObject] = {}
+    skipped_kinds: dict[str, int] = {}
+    for doc in documents:
+        kind = kind_of(doc.obj)
+        if kind is None:
+            label = f"{doc.obj.get('apiVersion')}/{doc.obj.get('kind')}"
+            skipped_kinds[label] = skipped_kinds.get(label, 0) + 1
+            continue
+        objects[kind].append(normalize(kind, doc.obj))
+        raw[(kind.value, namespace_of(doc.obj), name_of(doc.obj))] = doc.obj
+    for label, count in sorted(skipped_kinds.items()):
+        logger.warning("skipped %d object(s) of kind %s: not read by dradiag", count, label)
+    logs = list(logs)
+    coverage: dict[Kind, KindRecord] = {}
+    where = location or "the input"
+    for kind in Kind:
+        present = bool(logs) if kind is Kind.LOG else bool(objects.get(kind))
+        if present or kind in empty_kinds:
+            coverage[kind] = KindRecord(kind=kind, coverage=Coverage.COLLECTED, scope="files")
+        else:
+            coverage[kind] = KindRecord(
+                kind=kind, coverage=Coverage.UNKNOWN, reason=f"no {kind.value} objects in {where}"
+            )
+    errors: list[CollectionError] = []
+    if collection is not None:
+        coverage.update(_coverage_from_record(collection))
+        errors = _errors_from_record(collection)
+        source = source or _source_from_record(collection, location)
+    if require_objects and not any(objects.values()) and not logs:
+        raise InputError("no Kubernetes objects dradiag can read", path=location)
+    return Snapshot(
+        objects=objects,
+        logs=logs,
+        coverage=coverage,
+        errors=errors,
+        source=source or SourceInfo(kind="files", location=location),
+        raw=raw,
+    )
+
+
+def _coverage_from_record(record: Mapping[str, Any]) -> dict[Kind, KindRecord]:
+    out: dict[Kind, KindRecord] = {}
+    kinds = record.get("kinds") or {}
+    if not isinstance(kinds, Mapping):
+        raise InputError("collection.json: 'kinds' must be an object", path=COLLECTION_FILE)
+    for name, entry in kinds.items():
+        kind = next((k for k in Kind if k.value == name), None)
+        if kind is None or not isinstance(entry, Mapping):
+            continue
+        try:
+            cov = Coverage(str(entry.get("coverage")))
+        except ValueError:
+            raise InputError(
+                f"collection.json: kinds.{name}.coverage must be one of "
+                + ", ".join(c.value for c in Coverage),
+                path=COLLECTION_FILE,
+            ) from None
+        out[kind] = KindRecord(
+            kind=kind, coverage=cov, reason=entry.get("reason"), scope=entry.get("scope")
+        )
+    return out
+
+
+def _errors_from_record(record: Mapping[str, Any]) -> list[CollectionError]:
+    out = []
+    for entry in record.get("errors") or []:
+        if isinstance(entry, Mapping):
+            out.append(
+                CollectionError(
+                    resource=str(entry.get("resource") or ""),
+                    verb=str(entry.get("verb") or "get"),
+                    reason=str(entry.get("reason") or ""),
+                    namespace=entry.get("namespace"),
+                    name=entry.get("name"),
+                    status=entry.get("status"),
+                )
+            )
+    return out
+
+
+def _source_from_record(record: Mapping[str, Any], location: str | None) -> SourceInfo:
+    src = record.get("source") or {}
+    if not isinstance(src, Mapping):
+        src = {}
+    return SourceInfo(
+        kind=str(src.get("kind") or "bundle"),
+        location=location,
+        context=src.get("context"),
+        collected_at=src.get("collectedAt"),
+        server_version=src.get("serverVersion"),
+        served_versions=tuple(src.get("servedVersions") or ()),
+    )
+
+
+def load_snapshot(path: str, *, stdin: Any = None) -> Snapshot:
+    """Read ``--from PATH`` (file, directory or ``-``) into a Snapshot.
+
+    Raises InputError for unreadable or malformed input, or when nothing usable remains.
+    """
+    loaded = _read_path(path, stdin)
+    return snapshot_from_documents(
+        loaded.documents,
+        logs=loaded.logs,
+        empty_kinds=loaded.empty_list_kinds,
+        collection=loaded.collection,
+        location=path,
+    )
+
+
+def load_documents(path: str, *, stdin: Any = None) -> list[Document]:
+    """Every Kubernetes-looking document under ``path`` (no normalization, no Snapshot)."""
+    return _read_path(path, stdin).documents
