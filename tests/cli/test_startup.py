@@ -1,0 +1,33 @@
+"""Start-up stays cheap: --help and version load no cluster client and no CEL oracle."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("kubernetes", "celpy", "cel_expr_python", "urllib3", "re2", "jsonschema")
+
+PROBE = """
+import contextlib, io, json, sys
+from dradiag.cli.app import run
+with contextlib.redirect_stdout(io.StringIO()):
+    code = run({argv!r})
+print(json.dumps({{"code": code, "modules": sorted(sys.modules)}}))
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["version"], ["version", "-o", "json"]])
+def test_cheap_commands_import_nothing_heavy(argv):
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(argv=argv)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["code"] == 0
+    loaded = {m.split(".")[0] for m in result["modules"]}
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
