@@ -366,7 +366,7 @@ class _Gen:
         impl = impls.get(fn)
         if impl is None:
             return self.raise_expr(f"unbound function: {fn}" if node.target is None else "no such overload")
-        if self.loop_depth and args:
+        if self.metered and args:
             self.add_dynamic_cost(fn, args)
         return f"{self.const(impl, 'fn')}({', '.join(args)})"
 
@@ -380,6 +380,7 @@ class _Gen:
         elif fn in _TRAVERSAL_COST_FUNCS:
             a = self.spill_arg(args, 0)
             self.emit(f"_cost += _cost_size({a}) - 1")
+            self.emit(f"if _cost > {COST_LIMIT}: raise _CostExceeded()")
 
     def spill_arg(self, args: list[str], i: int) -> str:
         args[i] = self.name_of(args[i])
@@ -577,7 +578,6 @@ class _Gen:
 
     # comprehensions ---------------------------------------------------------------------
     def gen_comprehension(self, node: Comprehension, scope: dict[str, str]) -> str:
-        self.metered = True
         rng = self.gen(node.range, scope)
         kind = node.kind
         out = self.tmp("_r")
@@ -711,6 +711,29 @@ def _static_cost(node: Node) -> int:
     return 1
 
 
+def _has_comprehension(node: Node) -> bool:
+    if isinstance(node, Comprehension):
+        return True
+    children: list[Node] = []
+    if isinstance(node, (Select,)):
+        children = [node.operand]
+    elif isinstance(node, Index):
+        children = [node.operand, node.index]
+    elif isinstance(node, Call):
+        children = ([node.target] if node.target is not None else []) + list(node.args)
+    elif isinstance(node, CreateList):
+        children = list(node.elements)
+    elif isinstance(node, CreateMap):
+        children = [x for e in node.entries for x in (e.key, e.value)]
+    elif isinstance(node, Bind):
+        children = [node.init, node.body]
+    elif isinstance(node, OptMap):
+        children = [node.target, node.body]
+    elif isinstance(node, CreateStruct):
+        children = [v for _, v, _ in node.fields]
+    return any(_has_comprehension(c) for c in children)
+
+
 def _flatten(node: Node, fn: str) -> list[Node]:
     if isinstance(node, Call) and node.function == fn and node.target is None:
         return [t for a in node.args for t in _flatten(a, fn)]
@@ -765,12 +788,15 @@ def generate(
 ) -> GeneratedCode:
     """Return the source of ``def _cel(device, _vars)`` evaluating ``root``."""
     gen = _Gen(expression, checked, selector=selector, validate_regex=validate_regex)
+    gen.metered = _has_comprehension(root)
     body_expr = gen.gen(root, {})
     body = gen.lines
     lines = ["def _cel(device, _vars):"]
     if gen.metered:
-        lines.append("    _cost = 0")
+        lines.append(f"    _cost = {_static_cost(root)}")
     lines += body
+    if gen.metered:
+        lines.append(f"    if _cost > {COST_LIMIT}: raise _CostExceeded()")
     root_type = checked.type_of(root)
     if selector and root_type != BOOL:
         lines.append(f"    return _to_bool({body_expr})")
