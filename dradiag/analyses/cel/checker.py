@@ -157,8 +157,9 @@ class _Checker:
                 operand = operand.params[0]
             field_type = self._field_type(node, operand)
             return optional_of(field_type)
-        if operand.kind == "optional" and not node.test_only:
-            return optional_of(self._field_type(node, operand.params[0]))
+        if operand.kind == "optional":
+            inner = self._field_type(node, operand.params[0])
+            return BOOL if node.test_only else optional_of(inner)
         field_type = self._field_type(node, operand)
         return BOOL if node.test_only else field_type
 
@@ -360,6 +361,8 @@ def _assignable(param: T, arg: T, bindings: dict[str, T]) -> bool:
             return True
         return False
     if param.is_dyn or arg.is_dyn or arg.is_param:
+        return True
+    if param.kind == "type" and arg.kind == "type":
         return True
     if param.kind != arg.kind or len(param.params) != len(arg.params):
         return False

@@ -29,7 +29,7 @@ from typing import Any
 from . import regex, runtime
 from .checker import CheckResult
 from .errors import CelCompileError, CelError, CelRuntimeError, CostLimitExceeded
-from .functions import GLOBAL_IMPLS, OPERATOR_IMPLS, RECEIVER_IMPLS
+from .functions import DECLARATIONS, GLOBAL_IMPLS, OPERATOR_IMPLS, RECEIVER_IMPLS
 from .parser import (
     Bind,
     Call,
@@ -366,6 +366,9 @@ class _Gen:
         impl = impls.get(fn)
         if impl is None:
             return self.raise_expr(f"unbound function: {fn}" if node.target is None else "no such overload")
+        receiver = node.target is not None
+        if not any(o.receiver == receiver and len(o.params) == len(args) for o in DECLARATIONS.get(fn, [])):
+            return self.raise_expr("no such overload")
         if self.metered and args:
             self.add_dynamic_cost(fn, args)
         return f"{self.const(impl, 'fn')}({', '.join(args)})"

@@ -532,8 +532,6 @@ class _Parser:
                     raise self.unexpected()
                 self.advance()
                 name = name_tok.text
-                if name_tok.kind == "ident" and name in _RESERVED:
-                    raise self.error(name_tok.pos, f"reserved identifier: {name}")
                 if self.at("(") and not optional and name_tok.kind == "ident":
                     open_tok = self.advance()
                     args = self.expr_list(")")

@@ -118,7 +118,6 @@ TYPE_IDENTS: Final = {
     "null_type": TYPE_NULL,
     "type": TYPE_TYPE,
     "optional_type": TYPE_OPTIONAL,
-    "dyn": CelType("dyn"),
 }
 
 LIST_TYPES: Final = (list, tuple)
@@ -232,6 +231,8 @@ def equals(a: Any, b: Any) -> bool:
     if ca is bool or cb is bool:
         return ca is cb and a == b
     if ca in _NUMERIC and cb in _NUMERIC:
+        if ca is float or cb is float:
+            return float(a) == float(b)
         return bool(a == b)
     if ca in LIST_TYPES:
         if cb not in LIST_TYPES or len(a) != len(b):
@@ -283,8 +284,11 @@ def compare(a: Any, b: Any) -> int:
         if cmp is not None:
             return int(cmp(b))
     elif ca in _NUMERIC and cb in _NUMERIC:
-        if ca is float and math.isnan(a) or cb is float and math.isnan(b):
-            return 2  # unordered: every relation is false
+        if ca is float or cb is float:
+            # cel-go compares int/uint with double after converting to double.
+            a, b = float(a), float(b)
+            if math.isnan(a) or math.isnan(b):
+                return 2  # unordered: every relation is false
         return (a > b) - (a < b)
     raise CelRuntimeError("no such overload")
 
@@ -507,6 +511,8 @@ def has_field(container: Any, name: str) -> bool:
     """``has(x.name)``."""
     if isinstance(container, Mapping):
         return name in container
+    if container.__class__ is OptionalValue:
+        return container.present and has_field(container.value, name)
     raise CelRuntimeError(f"invalid type for field selection: {type_of(container).name}")
 
 

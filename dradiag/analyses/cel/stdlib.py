@@ -83,7 +83,7 @@ def to_int(v: Any) -> int:
             raise CelRuntimeError("integer overflow")
         return int(v)
     if cls is float:
-        if math.isnan(v) or math.isinf(v) or not (-(2.0**63) <= v < 2.0**63):
+        if math.isnan(v) or math.isinf(v) or not (-(2.0**63) < v < 2.0**63):
             raise CelRuntimeError("integer overflow")
         r = int(v)
         if r == INT64_MAX + 1 or r < INT64_MIN:
@@ -398,17 +398,19 @@ def quote(s: Any) -> str:
 def _format_value(v: Any, nested: bool = False) -> str:
     cls = v.__class__
     if cls is str:
-        return quote(v) if nested else v
+        return v
     if cls is bool:
         return "true" if v else "false"
     if cls is int or cls is Uint:
         return str(int(v))
     if cls is float:
+        if math.isinf(v):
+            return "Infinity" if v > 0 else "-Infinity"
         return format_double(v)
     if v is None:
         return "null"
     if cls is bytes:
-        return quote(v.decode("utf-8", "replace")) if nested else v.decode("utf-8", "replace")
+        return v.decode("utf-8", "replace")
     if cls in LIST_TYPES:
         return "[" + ", ".join(_format_value(x, True) for x in v) + "]"
     if isinstance(v, Mapping):
