@@ -512,7 +512,7 @@ def _run_on_node(
     elif sim.outcome == "unschedulable":
         sim.error = "cannot allocate all claims"
         sim.scheduler_status = "UnschedulableAndUnresolvable"
-    if explain and results is None and allocator.request_data:
+    if explain and results is None and allocator.validated:
         sim.explanation = _explain(allocator)
         if sim.outcome == "unschedulable" and not any(f.blocking for f in sim.explanation):
             sim.combination = True

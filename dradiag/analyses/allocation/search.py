@@ -248,6 +248,7 @@ class Allocator:
         self.results: list[list[_Picked]] = [[] for _ in self.claims]
         self.counters = CounterState(context.allocated.is_allocated, self._pool_devices)
         self.steps = 0
+        self.validated = False
         self._other_entries: dict[int, list[DeviceEntry]] = {}
 
     # -- setup ------------------------------------------------------------------------
@@ -364,6 +365,7 @@ class Allocator:
                         kind="validation",
                     )
             self.constraints.append(constraints)
+        self.validated = True
 
     def _validate_request(
         self,
