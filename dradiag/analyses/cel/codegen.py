@@ -24,6 +24,7 @@ and is not metered.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from . import regex, runtime
@@ -49,6 +50,9 @@ from .semver import Semver
 from .typesys import BOOL, DEVICE, T
 
 __all__ = ["generate", "COST_LIMIT", "GeneratedCode"]
+
+_NAME_RE = re.compile(r"\b_[A-Za-z][A-Za-z0-9_]*\b")
+_EMPTY_VARS: dict[str, Any] = {}
 
 COST_LIMIT = 1_000_000
 
@@ -144,6 +148,7 @@ class _Gen:
         self.const_ids: dict[tuple[str, Any], str] = {}
         self.loop_depth = 0
         self.metered = False
+        self.root: Node | None = None
 
     # helpers ----------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -512,6 +517,8 @@ class _Gen:
         is_and = node.function == "_&&_"
         terms = _flatten(node, node.function)
         absorbing = "False" if is_and else "True"
+        if node is self.root and not self.metered:
+            return self.gen_logic_returning(terms, is_and, scope)
         result = self.tmp("_r")
         err = self.tmp("_e")
         self.emit(f"{result} = {'True' if is_and else 'False'}")
@@ -540,6 +547,31 @@ class _Gen:
                 self.depth -= 1
         self.emit(f"if {result} is not {absorbing} and {err} is not None: raise {err}")
         return result
+
+    def gen_logic_returning(self, terms: list[Node], is_and: bool, scope: dict[str, str]) -> str:
+        """The root ``&&``/``||``: return as soon as a term decides the result."""
+        absorbing = "False" if is_and else "True"
+        other = "True" if is_and else "False"
+        err = self.tmp("_e")
+        self.emit(f"{err} = None")
+        for term in terms:
+            if _cannot_fail(term, self.checked) and self.type_of(term) == BOOL:
+                expr = self.gen(term, scope)
+                self.emit(f"if {'not ' if is_and else ''}{expr}: return {absorbing}")
+                continue
+            value = self.tmp()
+            self.emit("try:")
+            self.depth += 1
+            expr = self.gen(term, scope)
+            self.emit(f"{value} = {expr}")
+            self.depth -= 1
+            self.emit("except _CelError as _x:")
+            self.emit(f"    {value} = _x")
+            self.emit(f"if {value} is not {other}:")
+            self.emit(f"    if {value} is {absorbing}: return {absorbing}")
+            self.emit(f"    if {err} is None: {err} = {value} if isinstance({value}, _CelError) else _noov()")
+        self.emit(f"if {err} is not None: raise {err}")
+        return other
 
     def gen_ternary(self, node: Call, scope: dict[str, str]) -> str:
         cond_node, then_node, else_node = node.args
@@ -792,9 +824,20 @@ def generate(
     """Return the source of ``def _cel(device, _vars)`` evaluating ``root``."""
     gen = _Gen(expression, checked, selector=selector, validate_regex=validate_regex)
     gen.metered = _has_comprehension(root)
+    gen.root = root
     body_expr = gen.gen(root, {})
     body = gen.lines
-    lines = ["def _cel(device, _vars):"]
+    namespace = dict(BASE_NAMESPACE)
+    namespace.update(gen.consts)
+    namespace["_EMPTY_VARS"] = _EMPTY_VARS
+    # Bind the helpers the body uses as parameter defaults: locals are cheaper than globals.
+    text = "\n".join(body) + body_expr + " _RtErr _to_bool _CostExceeded"
+    used = sorted(n for n in set(_NAME_RE.findall(text)) if n in namespace)
+    params = "".join(f", {n}={n}" for n in used)
+    lines = [f"def _cel(device, _vars=_EMPTY_VARS{params}):"]
+    if selector:
+        # An attribute Kubernetes cannot convert fails every selector on the device.
+        lines.append("    if device.error is not None: raise _RtErr(device.error)")
     if gen.metered:
         lines.append(f"    _cost = {_static_cost(root)}")
     lines += body
@@ -805,6 +848,4 @@ def generate(
         lines.append(f"    return _to_bool({body_expr})")
     else:
         lines.append(f"    return {body_expr}")
-    namespace = dict(BASE_NAMESPACE)
-    namespace.update(gen.consts)
     return GeneratedCode("\n".join(lines) + "\n", namespace, gen.metered)
