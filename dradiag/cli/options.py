@@ -79,7 +79,35 @@ ExitZero = Annotated[
     ),
 ]
 
+As = Annotated[
+    str | None,
+    typer.Option(
+        "--as",
+        metavar="USER",
+        help="Username to impersonate for the operation (like kubectl --as).",
+    ),
+]
+AsGroup = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--as-group",
+        metavar="GROUP",
+        help="Group to impersonate for the operation; repeat for several (like kubectl --as-group).",
+    ),
+]
+Timeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        min=1.0,
+        help="Overall time limit for reading the cluster; reads not done by then are "
+        "reported as unknown.",
+    ),
+]
+
 DEFAULT_REQUEST_TIMEOUT = 10.0
+DEFAULT_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,3 +123,9 @@ class CommonOptions:
     output: OutputFormat = OutputFormat.TEXT
     no_color: bool = False
     exit_zero: bool = False
+    as_user: str | None = None
+    """``--as``: the user to impersonate (live collection only)."""
+    as_groups: tuple[str, ...] = ()
+    """``--as-group``: groups to impersonate (live collection only)."""
+    timeout: float = DEFAULT_TIMEOUT
+    """``--timeout``: the overall limit for live collection, in seconds."""

@@ -1,0 +1,753 @@
+"""The read plan of live collection: what to GET for a claim, a pod, or the whole cluster.
+
+A targeted run (``claim``, ``pod``) reads what the claim's life touched and nothing else
+(issue #7): the claim and its pods (reservations, owners, spec references), the events
+of each, the DeviceClasses, the ResourceSlices of the nodes that matter (or of the
+driver across nodes while the claim is unallocated, since selection and allocation then
+range over every node), the claims holding devices (the allocator's in-use set, only
+while allocation is still at stake), the driver's kubelet-plugin pods on those nodes and
+their logs, and the Node objects. Reads run in dependent stages, each stage's reads in
+parallel on a small pool.
+
+A whole-cluster run (``scan``, ``inventory``, ``selector-check``, ``bundle``) pages
+through every kind, keeping only what an analysis can use (pods that use claims or run
+a kubelet plugin, events about claims, those pods and GPU nodes), so memory holds the
+kept objects plus one page.
+
+Every failed read becomes a ``CollectionError`` and turns its kind ``unknown`` (DESIGN
+§8): a forbidden or timed-out read must never read as "none exist". The user gets one
+warning line per missing permission, naming it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from dradiag.snapshot.model import (
+    CollectionError,
+    ContainerLog,
+    Coverage,
+    K8sObject,
+    Kind,
+    KindRecord,
+    Snapshot,
+    SourceInfo,
+    allocated_devices,
+    name_of,
+    namespace_of,
+    pod_claim_references,
+)
+from dradiag.snapshot.normalize import RESOURCE_GROUP, normalize
+from dradiag.sources.live_discovery import DRA_PLURALS, Discovery, plural_of
+from dradiag.sources.live_transport import ApiError, Reader
+
+if TYPE_CHECKING:
+    from dradiag.sources.progress import Progress
+
+logger = logging.getLogger(__name__)
+
+MAX_WORKERS = 6
+"""Parallel reads at most: enough to hide latency, few enough not to load the server."""
+MAX_PODS_PER_CLAIM = 16
+LOG_TAIL_LINES = 5000
+LOG_LIMIT_BYTES = 4 * 1024 * 1024
+LOG_SINCE_MARGIN = timedelta(minutes=10)
+"""Plugin logs are read from this long before the claim was created."""
+MAX_CLUSTER_PLUGIN_LOGS = 10
+"""Whole-cluster runs read logs only of kubelet-plugin pods that restarted or are not ready."""
+PLUGIN_CONTAINER = "gpus"
+PLUGIN_LABEL_SELECTORS = (
+    "dra-driver-nvidia-gpu-component=kubelet-plugin",
+    "nvidia-dra-driver-gpu-component=kubelet-plugin",
+)
+"""Both chart generations' kubelet-plugin pod labels (nvidia-driver-facts §5.1, §10)."""
+
+_DRIVER_IN_CEL = re.compile(r"""device\.driver\s*==\s*['"]([^'"]+)['"]""")
+
+
+# -- object predicates ----------------------------------------------------------------
+
+
+def is_kubelet_plugin_pod(pod: K8sObject) -> bool:
+    """A DRA driver's kubelet-plugin pod, recognised as nvidia-driver-facts §10 advises.
+
+    By component label of either chart generation (or any ``*-component:
+    kubelet-plugin`` label, for renamed installs), else by a ``gpus`` container running
+    ``gpu-kubelet-plugin`` — never by namespace or DaemonSet name.
+    """
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if any(k.endswith("component") and v == "kubelet-plugin" for k, v in labels.items()):
+        return True
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        words = [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
+        if container.get("name") == PLUGIN_CONTAINER and any(
+            "gpu-kubelet-plugin" in w for w in words
+        ):
+            return True
+    return False
+
+
+def pod_uses_claims(pod: K8sObject) -> bool:
+    """True when the pod references any ResourceClaim (spec or status)."""
+    return bool((pod.get("spec") or {}).get("resourceClaims")) or bool(
+        (pod.get("status") or {}).get("resourceClaimStatuses")
+    )
+
+
+def pod_claim_names(pod: K8sObject) -> set[str]:
+    """Names of the claims a pod uses: direct references and generated ones from status."""
+    names = {str(c) for _, c, _ in pod_claim_references(pod) if c}
+    for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+        if isinstance(st, Mapping) and st.get("resourceClaimName"):
+            names.add(str(st["resourceClaimName"]))
+    return names
+
+
+def claim_pod_names(claim: K8sObject) -> list[str]:
+    """Pods named by the claim: ``reservedFor`` entries and a Pod owner reference."""
+    names: list[str] = []
+    for ref in (claim.get("status") or {}).get("reservedFor") or []:
+        if (
+            isinstance(ref, Mapping)
+            and (ref.get("resource") or "pods") == "pods"
+            and ref.get("name")
+        ):
+            names.append(str(ref["name"]))
+    for owner in (claim.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(owner, Mapping) and owner.get("kind") == "Pod" and owner.get("name"):
+            names.append(str(owner["name"]))
+    return list(dict.fromkeys(names))
+
+
+def allocation_nodes(claim: K8sObject) -> list[str]:
+    """Node names an allocation is restricted to (``matchFields metadata.name`` or hostname)."""
+    selector = ((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {}
+    nodes: list[str] = []
+    for term in selector.get("nodeSelectorTerms") or []:
+        for req in (term.get("matchFields") or []) + (term.get("matchExpressions") or []):
+            if req.get("operator") == "In" and req.get("key") in (
+                "metadata.name",
+                "kubernetes.io/hostname",
+            ):
+                nodes.extend(str(v) for v in req.get("values") or [])
+    return list(dict.fromkeys(nodes))
+
+
+def is_allocated(claim: K8sObject) -> bool:
+    """True when the claim carries an allocation result."""
+    return bool((claim.get("status") or {}).get("allocation"))
+
+
+def drivers_named(claims: Iterable[K8sObject], classes: Iterable[K8sObject]) -> set[str]:
+    """Drivers a claim can end up on, as far as its text says so.
+
+    From allocation results and ``device.driver == '...'`` in the class and request
+    selectors; empty when nothing names one (then every driver's slices are read).
+    """
+    drivers: set[str] = set()
+    texts: list[str] = []
+    for claim in claims:
+        drivers |= {str(r.get("driver")) for r in allocated_devices(claim) if r.get("driver")}
+        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+            for sub in [request.get("exactly") or {}] + list(request.get("firstAvailable") or []):
+                texts += [
+                    str((s.get("cel") or {}).get("expression") or "")
+                    for s in sub.get("selectors") or []
+                ]
+    for cls in classes:
+        texts += [
+            str((s.get("cel") or {}).get("expression") or "")
+            for s in (cls.get("spec") or {}).get("selectors") or []
+        ]
+    for text in texts:
+        drivers |= set(_DRIVER_IN_CEL.findall(text))
+    return drivers
+
+
+def claim_class_names(claim: K8sObject) -> set[str]:
+    """DeviceClass names a claim's requests use."""
+    names = set()
+    for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+        for sub in [request.get("exactly") or {}] + list(request.get("firstAvailable") or []):
+            if sub.get("deviceClassName"):
+                names.add(str(sub["deviceClassName"]))
+    return names
+
+
+def _container_status(pod: K8sObject, container: str) -> Mapping[str, Any]:
+    for st in (pod.get("status") or {}).get("containerStatuses") or []:
+        if isinstance(st, Mapping) and st.get("name") == container:
+            return st
+    return {}
+
+
+def _restarted(pod: K8sObject, container: str) -> bool:
+    st = _container_status(pod, container)
+    return bool(st.get("restartCount")) or bool((st.get("lastState") or {}).get("terminated"))
+
+
+def _unhealthy(pod: K8sObject) -> bool:
+    st = _container_status(pod, PLUGIN_CONTAINER)
+    return not st.get("ready") or _restarted(pod, PLUGIN_CONTAINER)
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- reads and their outcomes ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Read:
+    """One planned GET: an object, a list (all pages) or a container log."""
+
+    kind: Kind
+    verb: str
+    """``get``, ``list`` or ``log``."""
+    path: str
+    query: Mapping[str, str] = field(default_factory=dict)
+    namespace: str | None = None
+    name: str | None = None
+    scope: str | None = None
+    """What this read covers, for the kind's coverage record (None: the whole kind)."""
+    keep: Callable[[K8sObject], bool] | None = None
+    container: str | None = None
+    previous: bool = False
+
+    @property
+    def resource(self) -> str:
+        return "pods/log" if self.verb == "log" else plural_of(self.kind)
+
+    def describe(self) -> str:
+        """``list events in namespace ml``: the words of warnings and progress."""
+        verb = "get" if self.verb == "log" else self.verb
+        what = self.resource
+        if self.name:
+            what += f" {self.namespace + '/' if self.namespace else ''}{self.name}"
+            return f"{verb} {what}"
+        where = f"in namespace {self.namespace}" if self.namespace else "at cluster scope"
+        return f"{verb} {what} {where}"
+
+
+@dataclass(slots=True)
+class _Outcome:
+    read: Read
+    items: list[dict[str, Any]] = field(default_factory=list)
+    text: str | None = None
+    error: ApiError | None = None
+
+
+class Collector:
+    """Runs reads in stages and accumulates what they found into a Snapshot."""
+
+    def __init__(
+        self,
+        reader: Reader,
+        discovery: Discovery,
+        *,
+        progress: Progress | None = None,
+        max_workers: int = MAX_WORKERS,
+    ) -> None:
+        self.reader = reader
+        self.discovery = discovery
+        self.progress = progress
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dradiag-read")
+        self.objects: dict[Kind, dict[tuple[str, str], dict[str, Any]]] = {
+            k: {} for k in Kind if k is not Kind.LOG
+        }
+        self.logs: list[ContainerLog] = []
+        self.errors: list[CollectionError] = list(discovery.errors)
+        self.failed: dict[Kind, str] = {}
+        self.scopes: dict[Kind, list[str | None]] = {}
+        self._warned: set[str] = set()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- running ------------------------------------------------------------------
+
+    def run(self, reads: Sequence[Read]) -> list[_Outcome]:
+        """Run reads in parallel; absorb their results in plan order (deterministic)."""
+        reads = [r for r in reads if r.verb == "log" or self.discovery.serves(r.kind)]
+        if not reads:
+            return []
+        if self.progress is not None:
+            self.progress.update(
+                ", ".join(r.describe() for r in reads[:3]) + (" …" if len(reads) > 3 else "")
+            )
+        futures = [self._pool.submit(self._execute, r) for r in reads]
+        outcomes = [f.result() for f in futures]
+        for outcome in outcomes:
+            self._absorb(outcome)
+        return outcomes
+
+    def _execute(self, read: Read) -> _Outcome:
+        try:
+            if read.verb == "get":
+                return _Outcome(read, items=[self.reader.get_json(read.path, read.query)])
+            if read.verb == "list":
+                return _Outcome(
+                    read, items=self.reader.list_items(read.path, read.query, keep=read.keep)
+                )
+            return _Outcome(read, text=self.reader.get_text(read.path, read.query))
+        except ApiError as exc:
+            return _Outcome(read, error=exc)
+
+    def _absorb(self, outcome: _Outcome) -> None:
+        read = outcome.read
+        kind = Kind.LOG if read.verb == "log" else read.kind
+        self.scopes.setdefault(kind, []).append(read.scope)
+        if outcome.error is not None:
+            self._record_error(read, kind, outcome.error)
+            return
+        if read.verb == "log":
+            text = outcome.text or ""
+            truncated = len(text.encode()) >= LOG_LIMIT_BYTES or text.count("\n") >= LOG_TAIL_LINES
+            self.logs.append(
+                ContainerLog(
+                    namespace=read.namespace,
+                    pod=read.name or "",
+                    container=read.container or "",
+                    text=text,
+                    previous=read.previous,
+                    truncated=truncated,
+                    source=f"{read.path}?container={read.container}"
+                    + ("&previous=true" if read.previous else ""),
+                )
+            )
+            return
+        for item in outcome.items:
+            item.setdefault("kind", read.kind.value)
+            key = (namespace_of(item), name_of(item))
+            self.objects[read.kind][key] = item
+
+    def _record_error(self, read: Read, kind: Kind, error: ApiError) -> None:
+        if read.verb == "get" and error.status == 404:
+            return  # the object does not exist: a finding for the analyses, not a gap
+        if read.verb == "log" and error.status == 400:
+            # "previous terminated container ... not found", "waiting to start": no log
+            # exists for that instance; nothing was hidden from us.
+            logger.debug("%s: %s", read.describe(), error.message)
+            return
+        if read.verb == "list" and error.status == 404:
+            self.failed.setdefault(kind, f"not served: {read.describe()} answered 404")
+        elif error.status == 403:
+            self.failed.setdefault(kind, f"forbidden: {read.describe()}")
+            self._warn(f"forbidden: {read.describe()} (needs {_needed(read)})")
+        elif error.timed_out:
+            self.failed.setdefault(kind, f"timed out: {read.describe()}")
+            self._warn(f"timed out: {read.describe()} ({error.message})")
+        else:
+            self.failed.setdefault(kind, f"{error.reason}: {read.describe()}")
+            self._warn(f"could not {read.describe()}: {error.reason}: {error.message}")
+        self.errors.append(
+            CollectionError(
+                resource=read.resource,
+                verb="get" if read.verb == "log" else read.verb,
+                reason=error.message if error.status == 403 else f"{error.reason}: {error.message}",
+                namespace=read.namespace,
+                name=read.name,
+                status=error.status,
+            )
+        )
+
+    def _warn(self, line: str) -> None:
+        if line not in self._warned:
+            self._warned.add(line)
+            logger.warning("%s", line)
+
+    # -- reading objects back -----------------------------------------------------
+
+    def obj(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects[kind].get((namespace, name))
+
+    def all(self, kind: Kind) -> list[dict[str, Any]]:
+        return list(self.objects[kind].values())
+
+    # -- planned reads --------------------------------------------------------------
+
+    def get(self, kind: Kind, namespace: str | None, name: str, scope: str | None) -> Read:
+        path = (
+            self.discovery.path(kind, namespace=namespace, name=name)
+            if self.discovery.serves(kind)
+            else ""
+        )
+        return Read(kind, "get", path, namespace=namespace, name=name, scope=scope)
+
+    def list(
+        self,
+        kind: Kind,
+        *,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        scope: str | None = None,
+        keep: Callable[[K8sObject], bool] | None = None,
+    ) -> Read:
+        query: dict[str, str] = {}
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        if label_selector:
+            query["labelSelector"] = label_selector
+        path = self.discovery.path(kind, namespace=namespace) if self.discovery.serves(kind) else ""
+        return Read(kind, "list", path, query, namespace=namespace, scope=scope, keep=keep)
+
+    def events_of(self, kind: str, namespace: str, name: str) -> Read:
+        selector = (
+            f"involvedObject.kind={kind},involvedObject.name={name},"
+            f"involvedObject.namespace={namespace}"
+        )
+        return self.list(
+            Kind.EVENT,
+            namespace=namespace,
+            field_selector=selector,
+            scope=f"events of {kind} {namespace}/{name}",
+        )
+
+    def log(
+        self, pod: K8sObject, container: str, *, previous: bool, since: datetime | None
+    ) -> Read:
+        namespace, name = namespace_of(pod), name_of(pod)
+        query = {
+            "container": container,
+            "tailLines": str(LOG_TAIL_LINES),
+            "limitBytes": str(LOG_LIMIT_BYTES),
+        }
+        if previous:
+            query["previous"] = "true"
+        elif since is not None:
+            query["sinceTime"] = _rfc3339(since)
+        path = self.discovery.path(Kind.POD, namespace=namespace, name=name, subresource="log")
+        return Read(
+            Kind.POD,
+            "log",
+            path,
+            query,
+            namespace=namespace,
+            name=name,
+            scope=f"kubelet-plugin logs of {namespace}/{name}",
+            container=container,
+            previous=previous,
+        )
+
+    # -- the Snapshot ---------------------------------------------------------------
+
+    def snapshot(self, source: SourceInfo, *, targeted: bool) -> Snapshot:
+        objects: dict[Kind, list[K8sObject]] = {}
+        raw: dict[tuple[str, str, str], K8sObject] = {}
+        for kind, found in self.objects.items():
+            ordered = [found[k] for k in sorted(found)]
+            objects[kind] = [normalize(kind, obj) for obj in ordered]
+            for obj in ordered:
+                raw[(kind.value, namespace_of(obj), name_of(obj))] = obj
+        coverage: dict[Kind, KindRecord] = {}
+        for kind in Kind:
+            if kind in self.failed:
+                coverage[kind] = KindRecord(
+                    kind=kind, coverage=Coverage.UNKNOWN, reason=self.failed[kind]
+                )
+            elif kind in DRA_PLURALS and not self.discovery.serves(kind):
+                coverage[kind] = KindRecord(
+                    kind=kind,
+                    coverage=Coverage.ABSENT,
+                    reason=f"the API server does not serve {plural_of(kind)}.{RESOURCE_GROUP}",
+                )
+            elif kind in self.scopes:
+                scopes = [s for s in dict.fromkeys(self.scopes[kind]) if s]
+                whole = any(s is None for s in self.scopes[kind])
+                scope = None if whole and not targeted else ("; ".join(scopes) or None)
+                coverage[kind] = KindRecord(kind=kind, coverage=Coverage.COLLECTED, scope=scope)
+            else:
+                coverage[kind] = KindRecord(
+                    kind=kind, coverage=Coverage.UNKNOWN, reason="not read for this target"
+                )
+        return Snapshot(
+            objects=objects,
+            logs=sorted(
+                self.logs, key=lambda lg: (lg.namespace or "", lg.pod, lg.container, lg.previous)
+            ),
+            coverage=coverage,
+            errors=self.errors,
+            source=source,
+            raw=raw,
+        )
+
+
+def _needed(read: Read) -> str:
+    if read.verb == "log":
+        return "get on pods/log"
+    plural = plural_of(read.kind)
+    qualified = f"{plural}.{RESOURCE_GROUP}" if read.kind in DRA_PLURALS else plural
+    return f"get/list on {qualified}"
+
+
+# -- targeted plans -------------------------------------------------------------------
+
+
+def collect_claim(c: Collector, namespace: str, name: str) -> None:
+    """Everything the life of claim ``namespace/name`` touched."""
+    c.run(
+        [
+            c.get(Kind.RESOURCE_CLAIM, namespace, name, scope=f"claim {namespace}/{name}"),
+            c.events_of("ResourceClaim", namespace, name),
+            c.list(Kind.DEVICE_CLASS),
+            c.list(Kind.DEVICE_TAINT_RULE),
+        ]
+    )
+    claim = c.obj(Kind.RESOURCE_CLAIM, namespace, name)
+    _follow_claims(c, namespace, [claim] if claim else [], wanted=[name], target_pods=[])
+
+
+def collect_pod(c: Collector, namespace: str, name: str) -> None:
+    """The pod, each of its claims (generated ones included) and what they touched."""
+    c.run(
+        [
+            c.get(Kind.POD, namespace, name, scope=f"pod {namespace}/{name}"),
+            c.events_of("Pod", namespace, name),
+            c.list(Kind.DEVICE_CLASS),
+            c.list(Kind.DEVICE_TAINT_RULE),
+        ]
+    )
+    pod = c.obj(Kind.POD, namespace, name)
+    if pod is None:
+        return
+    claim_names = sorted(pod_claim_names(pod))
+    generated = {
+        str(st.get("name"))
+        for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+        if isinstance(st, Mapping)
+    }
+    templates = sorted(
+        {str(t) for ref, _, t in pod_claim_references(pod) if t and ref not in generated}
+    )
+    reads = [
+        c.get(Kind.RESOURCE_CLAIM, namespace, n, scope=f"claims of pod {namespace}/{name}")
+        for n in claim_names
+    ]
+    reads += [c.events_of("ResourceClaim", namespace, n) for n in claim_names]
+    reads += [
+        c.get(
+            Kind.RESOURCE_CLAIM_TEMPLATE, namespace, t, scope=f"templates of pod {namespace}/{name}"
+        )
+        for t in templates
+    ]
+    c.run(reads)
+    claims = [cl for n in claim_names if (cl := c.obj(Kind.RESOURCE_CLAIM, namespace, n))]
+    _follow_claims(c, namespace, claims, wanted=claim_names, target_pods=[pod])
+
+
+def _follow_claims(
+    c: Collector,
+    namespace: str,
+    claims: list[dict[str, Any]],
+    *,
+    wanted: list[str],
+    target_pods: list[dict[str, Any]],
+) -> None:
+    """From claims to their pods, nodes, slices, plugin pods and logs."""
+    label = ", ".join(f"{namespace}/{n}" for n in wanted)
+    # Stage: the pods. Named ones by GET; a namespace list only when a claim names no
+    # pod (a pending user-created claim is referenced only from pod specs).
+    known = {name_of(p) for p in target_pods}
+    pod_names = [n for cl in claims for n in claim_pod_names(cl) if n not in known]
+    pod_names = list(dict.fromkeys(pod_names))[:MAX_PODS_PER_CLAIM]
+    reads = [c.get(Kind.POD, namespace, n, scope=f"pods of claim {label}") for n in pod_names]
+    if not target_pods and (not claims or any(not claim_pod_names(cl) for cl in claims)):
+        names = set(wanted)
+        reads.append(
+            c.list(
+                Kind.POD,
+                namespace=namespace,
+                scope=f"pods referencing claim {label}",
+                keep=lambda pod: bool(pod_claim_names(pod) & names),
+            )
+        )
+    c.run(reads)
+    pods = list(target_pods) + [
+        p for p in c.all(Kind.POD) if name_of(p) not in known and namespace_of(p) == namespace
+    ]
+
+    nodes = list(dict.fromkeys([n for cl in claims for n in allocation_nodes(cl)]))
+    nodes += [
+        str(n) for p in pods if (n := (p.get("spec") or {}).get("nodeName")) and n not in nodes
+    ]
+    unallocated = not claims or any(not is_allocated(cl) for cl in claims)
+    classes = [
+        cls
+        for cls in c.all(Kind.DEVICE_CLASS)
+        if name_of(cls) in {n for cl in claims for n in claim_class_names(cl)}
+    ]
+    drivers = sorted(drivers_named(claims, classes))
+
+    # Stage: events of the pods, what is on the nodes, and — while allocation is still
+    # at stake — the driver's slices everywhere and the devices other claims hold.
+    reads = [c.events_of("Pod", namespace_of(p), name_of(p)) for p in pods if p not in target_pods]
+    for node in nodes:
+        if not unallocated:
+            reads.append(
+                c.list(
+                    Kind.RESOURCE_SLICE,
+                    field_selector=f"spec.nodeName={node}",
+                    scope=f"slices on node {node}",
+                )
+            )
+        reads.append(
+            c.list(
+                Kind.POD,
+                field_selector=f"spec.nodeName={node}",
+                scope=f"kubelet-plugin pods on node {node}",
+                keep=is_kubelet_plugin_pod,
+            )
+        )
+        reads.append(c.get(Kind.NODE, None, node, scope=f"node {node}"))
+    if unallocated:
+        if drivers:
+            reads += [
+                c.list(
+                    Kind.RESOURCE_SLICE,
+                    field_selector=f"spec.driver={d}",
+                    scope=f"slices of driver {d}",
+                )
+                for d in drivers
+            ]
+        else:
+            reads.append(c.list(Kind.RESOURCE_SLICE, scope="all slices"))
+        reads.append(
+            c.list(
+                Kind.RESOURCE_CLAIM, scope="allocated claims in all namespaces", keep=is_allocated
+            )
+        )
+    c.run(reads)
+
+    plugin_pods = [p for p in c.all(Kind.POD) if is_kubelet_plugin_pod(p)]
+    if unallocated and not c.all(Kind.RESOURCE_SLICE) and Kind.RESOURCE_SLICE not in c.failed:
+        # Nothing published: the plugin pods anywhere show why (missing, crashing).
+        c.run(
+            [
+                c.list(
+                    Kind.POD,
+                    label_selector=selector,
+                    scope=f"kubelet-plugin pods ({selector})",
+                    keep=is_kubelet_plugin_pod,
+                )
+                for selector in PLUGIN_LABEL_SELECTORS
+            ]
+        )
+        plugin_pods = [p for p in c.all(Kind.POD) if is_kubelet_plugin_pod(p)]
+        plugin_pods = [p for p in plugin_pods if _unhealthy(p)][:MAX_CLUSTER_PLUGIN_LOGS]
+
+    # Stage: the plugin logs, from a little before the claim was created.
+    created = [
+        t
+        for cl in claims
+        if (t := _parse_time((cl.get("metadata") or {}).get("creationTimestamp")))
+    ]
+    since = min(created) - LOG_SINCE_MARGIN if created else None
+    c.run(_plugin_log_reads(c, plugin_pods, since))
+
+
+def _plugin_log_reads(
+    c: Collector, plugin_pods: Iterable[K8sObject], since: datetime | None
+) -> list[Read]:
+    reads = []
+    for pod in plugin_pods:
+        containers = [str(x.get("name")) for x in (pod.get("spec") or {}).get("containers") or []]
+        container = (
+            PLUGIN_CONTAINER
+            if PLUGIN_CONTAINER in containers
+            else (containers[0] if containers else None)
+        )
+        if container is None:
+            continue
+        reads.append(c.log(pod, container, previous=False, since=since))
+        if _restarted(pod, container):
+            reads.append(c.log(pod, container, previous=True, since=None))
+    return reads
+
+
+# -- whole cluster --------------------------------------------------------------------
+
+
+def collect_cluster(c: Collector, namespace: str | None, nodes: Sequence[str] = ()) -> None:
+    """Every kind, paginated; namespaced kinds limited to ``namespace`` when given."""
+    ns_scope = f"namespace {namespace}" if namespace else None
+    reads = [
+        c.list(Kind.RESOURCE_SLICE),
+        c.list(Kind.DEVICE_CLASS),
+        c.list(Kind.DEVICE_TAINT_RULE),
+        c.list(Kind.RESOURCE_CLAIM, namespace=namespace, scope=ns_scope),
+        c.list(Kind.RESOURCE_CLAIM_TEMPLATE, namespace=namespace, scope=ns_scope),
+        c.list(
+            Kind.POD,
+            namespace=namespace,
+            scope=(f"pods using claims in {ns_scope}" if ns_scope else "pods using claims")
+            + " and kubelet-plugin pods",
+            keep=lambda p: pod_uses_claims(p) or is_kubelet_plugin_pod(p),
+        ),
+    ]
+    if nodes:
+        reads += [c.get(Kind.NODE, None, n, scope=f"node {n}") for n in nodes]
+    else:
+        reads.append(c.list(Kind.NODE))
+    if namespace:
+        # The plugin pods live in the driver's namespace, not the workload's.
+        reads += [
+            c.list(
+                Kind.POD,
+                label_selector=s,
+                scope=f"kubelet-plugin pods ({s})",
+                keep=is_kubelet_plugin_pod,
+            )
+            for s in PLUGIN_LABEL_SELECTORS
+        ]
+    c.run(reads)
+
+    pod_keys = {(namespace_of(p), name_of(p)) for p in c.all(Kind.POD)}
+    slice_nodes = {
+        str(n) for s in c.all(Kind.RESOURCE_SLICE) if (n := (s.get("spec") or {}).get("nodeName"))
+    }
+
+    def relevant_event(event: K8sObject) -> bool:
+        involved = event.get("involvedObject") or event.get("regarding") or {}
+        kind = involved.get("kind")
+        if kind == "ResourceClaim":
+            return True
+        if kind == "Pod":
+            return (
+                str(involved.get("namespace") or ""),
+                str(involved.get("name") or ""),
+            ) in pod_keys
+        return kind == "Node" and str(involved.get("name") or "") in slice_nodes
+
+    plugin_pods = [p for p in c.all(Kind.POD) if is_kubelet_plugin_pod(p) and _unhealthy(p)]
+    reads = [
+        c.list(
+            Kind.EVENT,
+            namespace=namespace,
+            scope=None if not namespace else ns_scope,
+            keep=relevant_event,
+        )
+    ]
+    reads += _plugin_log_reads(c, plugin_pods[:MAX_CLUSTER_PLUGIN_LOGS], None)
+    c.run(reads)
+
+
+def now_rfc3339() -> str:
+    """The collection time stamped into SourceInfo."""
+    return _rfc3339(datetime.now(UTC))
