@@ -151,6 +151,8 @@ class Pool:
     counter_sets: dict[str, dict[str, int]] = field(default_factory=dict)
     """Counter set name → counter name → capacity in nano-units."""
     has_binding_conditions: bool = False
+    slice_counter_sets: dict[str, dict[str, dict[str, int]]] | None = None
+    """≤1.34 only: counter sets per slice name (counters lived beside their devices)."""
     slices_found: int = 0
     slices_expected: int = 0
 
@@ -353,6 +355,18 @@ class PoolIndex:
         whole: list[K8sObject] | None,
     ) -> Pool:
         ordered = sorted(pool_slices, key=name_of)
+        if self.legacy:
+            # ≤1.34: counters are per slice (the combined model); only names are validated.
+            legacy = Pool(
+                driver=driver,
+                name=pool_name,
+                generation=generation,
+                slices=ordered,
+                has_binding_conditions=_has_binding_conditions(ordered),
+                slice_counter_sets={name_of(s): _counter_sets_of([s])[0] for s in ordered},
+            )
+            legacy.invalid_reason = _duplicate_device(ordered)
+            return legacy
         device_slices: list[K8sObject] = []
         counter_slices: list[K8sObject] = []
         for slc in ordered:

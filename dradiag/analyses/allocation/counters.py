@@ -18,6 +18,7 @@ from typing import Any
 
 from dradiag.analyses.allocation.candidates import DeviceEntry, DeviceRef
 from dradiag.analyses.pools import Pool, quantity_nanos
+from dradiag.snapshot.model import name_of
 
 __all__ = [
     "CounterState",
@@ -55,14 +56,31 @@ class CounterState:
         self.holders: dict[str, dict[str, dict[str, list[DeviceRef]]]] = {}
         """pool → counter set → counter → allocated devices consuming it (for explanations)."""
 
-    def available_for(self, pool: Pool) -> dict[str, dict[str, int]]:
-        """Counters left in ``pool`` after the cluster's allocations (computed once)."""
-        found = self.available.get(pool.name)
+    @staticmethod
+    def scope(entry: DeviceEntry) -> str:
+        """Where the device's counters live: its pool (≥1.35) or, ≤1.34, its slice."""
+        if entry.pool.slice_counter_sets is not None:
+            return "slice:" + name_of(entry.slice)
+        return entry.pool.name
+
+    def available_for(self, device: DeviceEntry) -> dict[str, dict[str, int]]:
+        """Counters left where ``device`` draws from, after the cluster's allocations."""
+        key = self.scope(device)
+        found = self.available.get(key)
         if found is not None:
             return found
-        available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+        pool = device.pool
+        if pool.slice_counter_sets is not None:
+            sets = pool.slice_counter_sets.get(name_of(device.slice), {})
+            members: Iterable[DeviceEntry] = (
+                e for e in self._pool_devices(pool) if e.slice is device.slice
+            )
+        else:
+            sets = pool.counter_sets
+            members = self._pool_devices(pool)
+        available = {name: dict(counters) for name, counters in sets.items()}
         holders: dict[str, dict[str, list[DeviceRef]]] = {}
-        for entry in self._pool_devices(pool):
+        for entry in members:
             if not entry.consumes or not self._is_allocated(entry.ref):
                 continue
             for set_name, counters in entry.consumes:
@@ -73,14 +91,14 @@ class CounterState:
                     if counter in have:
                         have[counter] -= value
                         holders.setdefault(set_name, {}).setdefault(counter, []).append(entry.ref)
-        self.available[pool.name] = available
-        self.holders[pool.name] = holders
+        self.available[key] = available
+        self.holders[key] = holders
         return available
 
     def check_and_consume(self, entry: DeviceEntry) -> bool:
         """``checkAvailableCounters``: consume the device's counters if they all fit."""
-        available = self.available_for(entry.pool)
-        consumed = self.consumed.setdefault(entry.pool.name, {})
+        available = self.available_for(entry)
+        consumed = self.consumed.setdefault(self.scope(entry), {})
         for set_name, counters in entry.consumes:
             used = consumed.setdefault(set_name, {})
             for counter, value in counters:
@@ -95,7 +113,7 @@ class CounterState:
 
     def release(self, entry: DeviceEntry) -> None:
         """Give back what :meth:`check_and_consume` took for ``entry``."""
-        consumed = self.consumed.get(entry.pool.name, {})
+        consumed = self.consumed.get(self.scope(entry), {})
         for set_name, counters in entry.consumes:
             used = consumed.setdefault(set_name, {})
             for counter, value in counters:
@@ -103,7 +121,7 @@ class CounterState:
 
     def fits_now(self, entry: DeviceEntry) -> bool:
         """Whether the device's counters fit given only the cluster's allocations."""
-        available = self.available_for(entry.pool)
+        available = self.available_for(entry)
         for set_name, counters in entry.consumes:
             have = available.get(set_name, {})
             for counter, value in counters:
@@ -113,8 +131,8 @@ class CounterState:
 
     def short_counters(self, entry: DeviceEntry) -> list[tuple[str, str, list[DeviceRef]]]:
         """(counter set, counter, allocated devices consuming it) for each counter that is short."""
-        available = self.available_for(entry.pool)
-        holders = self.holders.get(entry.pool.name, {})
+        available = self.available_for(entry)
+        holders = self.holders.get(self.scope(entry), {})
         out = []
         for set_name, counters in entry.consumes:
             have = available.get(set_name, {})

@@ -425,6 +425,8 @@ class Simulation:
     notes: list[str] = field(default_factory=list)
     combination: bool = False
     """True when every request passes its funnel alone but not all fit together."""
+    upstream_bug: str | None = None
+    """An upstream allocator bug that decides this outcome, when one does."""
 
     @property
     def allocated(self) -> bool:
@@ -446,6 +448,7 @@ class Simulation:
             "results": self.results,
             "explanation": [f.to_dict() for f in self.explanation],
             "combination": self.combination,
+            "upstreamBug": self.upstream_bug,
             "pools": self.pools,
             "allocator": self.features.to_dict(),
             "notes": self.notes,
@@ -512,6 +515,20 @@ def _run_on_node(
     elif sim.outcome == "unschedulable":
         sim.error = "cannot allocate all claims"
         sim.scheduler_status = "UnschedulableAndUnresolvable"
+    if sim.outcome == "unschedulable" and context.leak_counters and features.partitionable_devices:
+        fixed = Allocator(context, node, claims)
+        fixed.leak_counters = False
+        try:
+            if fixed.run() is not None:
+                sim.upstream_bug = "kubernetes/kubernetes#140436"
+                sim.notes.append(
+                    "A correct allocator finds devices here: this Kubernetes version's allocator "
+                    "keeps counters reserved by devices it then rejects on a taint or constraint "
+                    "(kubernetes/kubernetes#140436, fixed in 1.37 by #140431), so the scheduler "
+                    "reports the pod unschedulable on this node."
+                )
+        except AllocatorError:
+            pass
     if explain and results is None and allocator.validated:
         sim.explanation = _explain(allocator)
         if sim.outcome == "unschedulable" and not any(f.blocking for f in sim.explanation):
@@ -750,7 +767,12 @@ def _summary_line(key: str, nodes: list[NodeOutcome], total: int) -> str:
         holders = Counter(
             h for n in nodes for f in n.simulation.blocking() for h in f.holders
         ).most_common(3)
-        text = f"{count} counter {', '.join(c for c, _ in counters)} is consumed"
+        names = [c for c, _ in counters]
+        text = (
+            f"{count} counter {names[0]} is consumed"
+            if len(names) == 1
+            else f"{count} counters {', '.join(names)} are consumed"
+        )
         if holders:
             text += f" by claim {', '.join(h for h, _ in holders)}"
         return text

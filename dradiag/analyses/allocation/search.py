@@ -153,6 +153,9 @@ class AllocationContext:
             list_types=features.list_type_attributes or features.version != (1, 36),
             allow_multiple=features.variant != "stable",
         )
+        self.leak_counters = features.version < (1, 37)
+        """Before the fix for kubernetes/kubernetes#140436 (merged for 1.37), counters taken by
+        a device that a taint or constraint then refuses stayed taken for the attempt."""
         self.allocated = (
             allocated
             if allocated is not None
@@ -249,6 +252,7 @@ class Allocator:
         self.counters = CounterState(context.allocated.is_allocated, self._pool_devices)
         self.steps = 0
         self.validated = False
+        self.leak_counters = context.leak_counters
         self._other_entries: dict[int, list[DeviceEntry]] = {}
 
     # -- setup ------------------------------------------------------------------------
@@ -522,13 +526,16 @@ class Allocator:
             return None
         base = data.parent or data.name
         sub = data.name if data.parent else ""
-        # Upstream does not give counters back when a taint or constraint then refuses the
-        # device (see the module docstring); neither do we.
+        counted = not skip_counters and bool(entry.consumes)
         if features.device_taints and blocking_taints(entry.taints, data.tolerations):
+            if counted and not self.leak_counters:
+                self.counters.release(entry)
             return None
         constraints = self.constraints[ci]
         for i, constraint in enumerate(constraints):
             if not constraint.add(base, sub, entry):
+                if counted and not self.leak_counters:
+                    self.counters.release(entry)
                 if must:
                     raise AllocatorError(
                         f"claim {claim_label(self.claims[ci])}, request {data.name}: cannot add "
@@ -561,6 +568,8 @@ class Allocator:
                 constraint.remove(base, sub, entry)
             self.allocating.get(entry.ref, set()).discard(ci)
             if allow_multiple:
+                if counted and not self.leak_counters:
+                    self.counters.release(entry)
                 if picked.consumed:
                     agg = self.allocating_capacity.get(entry.ref, {})
                     for name, (nanos, _text) in picked.consumed.items():
