@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -270,9 +269,7 @@ def bench_memoized(n: int) -> dict[str, float]:
     for key, expr in EXPRESSIONS.items():
         sel = compile_selector(expr)
         memo = sel.memoized()
-        t0 = time.perf_counter()
-        matched = sum(1 for d in devices if memo(d))
-        seconds = time.perf_counter() - t0
+        seconds, matched = timed(lambda memo=memo: sum(1 for d in devices if memo(d)))
         plain = sum(1 for d in devices if sel.matches(d))
         assert matched == plain
         out[key] = len(devices) / seconds

@@ -93,6 +93,7 @@ BASE_NAMESPACE: dict[str, Any] = {
     "_RtErr": CelRuntimeError,
     "_CostExceeded": CostLimitExceeded,
     "_MISSING": runtime.MISSING,
+    "_UNSET": object(),
     "_nokey": runtime.no_such_key,
     "_noov": runtime.no_such_overload,
     "_eq": runtime.equals,
@@ -149,6 +150,7 @@ class _Gen:
         self.loop_depth = 0
         self.metered = False
         self.root: Node | None = None
+        self.lazy: dict[str, tuple[Node, dict[str, str]]] = {}
 
     # helpers ----------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -230,9 +232,11 @@ class _Gen:
         if isinstance(node, Comprehension):
             return self.gen_comprehension(node, scope)
         if isinstance(node, Bind):
-            init = self.gen(node.init, scope)
+            # cel.bind is lazy (as in CEL-C++ and cel-go): the init runs at the first use,
+            # so an unused binding of a missing attribute is not an error.
             var = self.tmp("_b")
-            self.emit(f"{var} = {init}")
+            self.emit(f"{var} = _UNSET")
+            self.lazy[var] = (node.init, scope)
             return self.gen(node.body, {**scope, node.var: var})
         if isinstance(node, OptMap):
             return self.gen_optmap(node, scope)
@@ -245,7 +249,14 @@ class _Gen:
 
     def gen_ident(self, node: Ident, scope: dict[str, str]) -> str:
         if node.name in scope:
-            return scope[node.name]
+            name = scope[node.name]
+            if name in self.lazy:
+                init, bind_scope = self.lazy[name]
+                self.emit(f"if {name} is _UNSET:")
+                self.depth += 1
+                self.emit(f"{name} = {self.gen(init, bind_scope)}")
+                self.depth -= 1
+            return name
         if node.name == "device" and self.type_of(node) == DEVICE:
             return "device.as_value()"
         if node.name in runtime.TYPE_IDENTS:

@@ -403,6 +403,8 @@ def mod(a: Any, b: Any) -> Any:
     if ca is cb and (ca is int or ca is Uint):
         if b == 0:
             raise CelRuntimeError("modulus by zero")
+        if ca is int and a == INT64_MIN and b == -1:
+            raise overflow()
         r = abs(a) % abs(b)
         if a < 0:
             r = -r
