@@ -1,0 +1,153 @@
+"""Finding, reading and validating the rule files, once per process: ``load_rulebook()``.
+
+The files live at the top of the repository (``rules/*.yaml``, one per phase) and ship
+inside the wheel as ``dradiag/_rules/`` (pyproject ``force-include``). The installed copy
+wins; a source or editable checkout falls back to the repository's ``rules/``. Loading
+is cached: every analysis and command shares one compiled Rulebook.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dradiag.diagnosis.model import PHASE_ORDER, Phase
+from dradiag.rulebook.schema import Rule, RuleFileError, check_rule_set, validate_rule
+
+PHASE_FILES: Mapping[Phase, str] = {phase: f"{phase.value}.yaml" for phase in PHASE_ORDER}
+"""One file per phase; a rule's phase must agree with its file."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rulebook:
+    """Every rule, sorted by phase order then id, with look-ups by id, alias and phase."""
+
+    rules: tuple[Rule, ...]
+    location: str = ""
+    _by_id: dict[str, Rule] = field(default_factory=dict, repr=False, compare=False)
+    _aliases: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_rules(cls, rules: Iterable[Rule], *, location: str = "") -> Rulebook:
+        """Build a Rulebook, checking ids are unique and aliases and supersedes resolve."""
+        ordered = sorted(rules, key=lambda r: (PHASE_ORDER.index(r.phase), r.id))
+        check_rule_set(ordered)
+        book = cls(rules=tuple(ordered), location=location)
+        for rule in ordered:
+            book._by_id[rule.id] = rule
+            for alias in rule.aliases:
+                book._aliases[alias] = rule.id
+        return book
+
+    def get(self, rule_id: str) -> Rule | None:
+        """The rule with this id, or the rule a retired id (alias) now resolves to."""
+        key = rule_id.strip().upper()
+        rule = self._by_id.get(key)
+        if rule is None and key in self._aliases:
+            rule = self._by_id[self._aliases[key]]
+        return rule
+
+    def __contains__(self, rule_id: object) -> bool:
+        return isinstance(rule_id, str) and self.get(rule_id) is not None
+
+    def __iter__(self) -> Iterator[Rule]:
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def by_phase(self, phase: Phase | str) -> tuple[Rule, ...]:
+        """Rules of one phase, sorted by id."""
+        wanted = Phase(phase)
+        return tuple(r for r in self.rules if r.phase is wanted)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """Every rule id, in catalogue order."""
+        return tuple(r.id for r in self.rules)
+
+    @property
+    def aliases(self) -> Mapping[str, str]:
+        """Retired id → current id."""
+        return dict(self._aliases)
+
+    def closest(self, rule_id: str, n: int = 3) -> list[str]:
+        """The ids (and aliases) nearest to a mistyped one, best first."""
+        import difflib
+
+        names = list(self._by_id) + list(self._aliases)
+        return difflib.get_close_matches(rule_id.strip().upper(), names, n=n, cutoff=0.5)
+
+
+def default_rules_dir() -> Path:
+    """Where the rule files are: the wheel's ``dradiag/_rules``, else the checkout's ``rules/``."""
+    package_dir = Path(__file__).resolve().parent.parent
+    installed = package_dir / "_rules"
+    if installed.is_dir():
+        return installed
+    return package_dir.parent / "rules"
+
+
+def _yaml_loader() -> Any:
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def read_rule_file(path: Path) -> list[Rule]:
+    """Validate every rule of one file; raise :class:`RuleFileError` on the first problem."""
+    import yaml
+
+    display = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleFileError(f"cannot read rule file: {exc}", path=display) from None
+    loader = _yaml_loader()
+    try:
+        data = yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader
+        root = yaml.compose(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise RuleFileError(
+            f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
+            path=display,
+            line=mark.line + 1 if mark is not None else None,
+            column=mark.column + 1 if mark is not None else None,
+        ) from None
+    if data is None:
+        return []
+    if not isinstance(data, list) or root is None:
+        raise RuleFileError("a rule file is a YAML list of rules", path=display, line=1)
+    lines = [node.start_mark.line + 1 for node in root.value]
+    return [
+        validate_rule(raw, path=display, line=line) for raw, line in zip(data, lines, strict=True)
+    ]
+
+
+def load_rulebook_from(directory: Path | str) -> Rulebook:
+    """Load and validate every ``*.yaml`` in ``directory`` (no caching; tests use this)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise RuleFileError("rules directory not found", path=str(root))
+    rules: list[Rule] = []
+    for path in sorted(root.glob("*.yaml")):
+        file_rules = read_rule_file(path)
+        expected = {v: k for k, v in PHASE_FILES.items()}.get(path.name)
+        for rule in file_rules:
+            if expected is not None and rule.phase is not expected:
+                raise RuleFileError(
+                    f"{rule.id}: phase: {rule.phase.value} rule in {path.name}",
+                    path=rule.source,
+                )
+        rules.extend(file_rules)
+    return Rulebook.from_rules(rules, location=str(root))
+
+
+@functools.cache
+def load_rulebook() -> Rulebook:
+    """The shipped rulebook, loaded, validated and compiled once per process."""
+    return load_rulebook_from(default_rules_dir())
