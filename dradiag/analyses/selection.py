@@ -605,6 +605,8 @@ class ClaimSelection:
     """The claim's minimum device count when above :data:`CLAIM_DEVICE_LIMIT`."""
     free_now: Mapping[str, int] | None = None
     """Request label → matching devices not allocated now (with ``--now``)."""
+    inventory: DeviceInventory | None = field(default=None, compare=False, repr=False)
+    """The devices analysed, for near-miss explanations of broken requests."""
 
     @property
     def broken(self) -> bool:
@@ -1084,6 +1086,7 @@ def analyze_claim_selection(
         nodes_in_scope=inventory.nodes,
         classes_source=inventory.classes_source,
         device_limit_exceeded=minimum if minimum > CLAIM_DEVICE_LIMIT else None,
+        inventory=inventory,
     )
 
 
@@ -1107,7 +1110,7 @@ class RuleInfo:
 
 
 RULES: Mapping[str, RuleInfo] = {
-    "DRA-SEL-CLASS-MISSING": RuleInfo(
+    "DRA-SEL-CLASS-NOT-FOUND": RuleInfo(
         severity=Severity.ERROR,
         title="the request's DeviceClass does not exist",
         next=("kubectl get deviceclasses", "check the driver's Helm values resources.gpus.enabled"),
@@ -1117,12 +1120,12 @@ RULES: Mapping[str, RuleInfo] = {
         title="DeviceClasses were taken from the NVIDIA driver's built-in set",
         next=("kubectl get deviceclasses -o yaml, to check against the cluster's real classes",),
     ),
-    "DRA-SEL-CEL-COMPILE": RuleInfo(
+    "DRA-SEL-CEL-COMPILE-ERROR": RuleInfo(
         severity=Severity.ERROR,
         title="a CEL selector does not compile",
         next=("fix the expression at the caret; the apiserver rejects it on create",),
     ),
-    "DRA-SEL-CEL-RUNTIME": RuleInfo(
+    "DRA-SEL-CEL-RUNTIME-ERROR": RuleInfo(
         severity=Severity.ERROR,
         title="a CEL selector errors on a device: kube-scheduler would abort scheduling",
         next=(
@@ -1135,7 +1138,7 @@ RULES: Mapping[str, RuleInfo] = {
         title="no device matches the request's selectors",
         next=("compare the failing clause with the values devices publish",),
     ),
-    "DRA-SEL-COUNT": RuleInfo(
+    "DRA-SEL-COUNT-INFEASIBLE": RuleInfo(
         severity=Severity.ERROR,
         title="no single node has as many matching devices as the request's count",
         next=("lower count, or split the request across pods",),
@@ -1145,7 +1148,7 @@ RULES: Mapping[str, RuleInfo] = {
         title="allocationMode All takes every matching device on the chosen node",
         next=("check that no matching device on that node is in use or tainted",),
     ),
-    "DRA-SEL-CONSTRAINT": RuleInfo(
+    "DRA-SEL-CONSTRAINT-INFEASIBLE": RuleInfo(
         severity=Severity.ERROR,
         title="a matchAttribute constraint cannot be met on any single node",
         next=("compare the attribute's values across the matching devices per node",),
@@ -1164,6 +1167,41 @@ RULES: Mapping[str, RuleInfo] = {
         severity=Severity.WARNING,
         title="a firstAvailable subrequest can never be satisfied; a later one is used",
         next=("drop or fix the subrequest that cannot match",),
+    ),
+    "DRA-SEL-UNKNOWN-ATTRIBUTE": RuleInfo(
+        severity=Severity.WARNING,
+        title="a selector reads an attribute or capacity no device publishes",
+        next=("kubectl get resourceslices -o yaml: compare the key with what is published",),
+    ),
+    "DRA-SEL-WRONG-DOMAIN": RuleInfo(
+        severity=Severity.WARNING,
+        title="a selector reads a key under the wrong domain",
+        next=("bare keys belong to the driver's domain; standard keys to resource.kubernetes.io",),
+    ),
+    "DRA-SEL-TYPE-MISMATCH": RuleInfo(
+        severity=Severity.WARNING,
+        title="a selector compares values of different types",
+        next=("compare versions with semver(), quantities with quantity() and compareTo()",),
+    ),
+    "DRA-SEL-MIG-PROFILE": RuleInfo(
+        severity=Severity.WARNING,
+        title="a selector names a MIG profile no device publishes",
+        next=("use the profile attribute's spelling (1g.10gb), not the device name's (1g10gb)",),
+    ),
+    "DRA-SEL-PROFILE-CAPACITY": RuleInfo(
+        severity=Severity.WARNING,
+        title="a MIG profile's name is not its memory capacity",
+        next=("select on the profile attribute, or compare memory with what is published",),
+    ),
+    "DRA-SEL-OPTIONAL-ATTRIBUTE": RuleInfo(
+        severity=Severity.WARNING,
+        title="a selector reads an attribute only some devices publish, without a guard",
+        next=("guard with has(), .?key.orValue(default) or 'key' in device.attributes[domain]",),
+    ),
+    "DRA-SEL-CLAIM-NOT-FOUND": RuleInfo(
+        severity=Severity.ERROR,
+        title="a pod references a ResourceClaim or ResourceClaimTemplate that does not exist",
+        next=("kubectl get resourceclaimtemplates,resourceclaims -n <namespace>",),
     ),
     "DRA-SEL-NONE-FREE": RuleInfo(
         severity=Severity.WARNING,
@@ -1239,7 +1277,7 @@ def selection_problems(result: ClaimSelection) -> list[SelectionProblem]:
             problems.append(
                 SelectionProblem(
                     finding=_finding(
-                        "DRA-SEL-CONSTRAINT",
+                        "DRA-SEL-CONSTRAINT-INFEASIBLE",
                         f"claim {claim}, constraint #{c.index} (matchAttribute {c.attribute}): "
                         + c.detail,
                     ),
@@ -1259,11 +1297,54 @@ def selection_problems(result: ClaimSelection) -> list[SelectionProblem]:
     return problems
 
 
+def _near_miss_problems(
+    alt: RequestSelection, result: ClaimSelection
+) -> tuple[list[SelectionProblem], list[Evidence]]:
+    """Hints as problems of their own, and the closest devices as evidence for NO-MATCH."""
+    if result.inventory is None or alt.status not in (
+        RequestStatus.NO_MATCH,
+        RequestStatus.ERROR,
+        RequestStatus.COUNT_INFEASIBLE,
+    ):
+        return [], []
+    from dradiag.analyses.near_miss import explain_request
+
+    report = explain_request(result.inventory, alt)
+    problems = [
+        SelectionProblem(
+            finding=_finding(hint.rule, f"request {alt.label}: {hint.message}"),
+            request=alt.request,
+            subrequest=alt.subrequest,
+            origin=hint.origin,
+            selector_index=hint.selector_index,
+            offset=hint.offset,
+        )
+        for hint in report.hints
+    ]
+    evidence = []
+    for near in report.closest:
+        parts = []
+        for failure in near.failed:
+            has = ", ".join(f"{k} = {v}" for k, v in failure.actual) or "no attribute read"
+            what = f"error: {failure.message}" if failure.outcome == "error" else "false"
+            parts.append(f"{failure.clause} -> {what} (device has {has})")
+        evidence.append(
+            Evidence(
+                source=EvidenceSource.CEL,
+                ref=f"{near.device} ({near.selector_origin} selector #{near.selector_index}, "
+                f"{len(near.failed)} of {near.clauses} clause(s) fail)",
+                excerpt="; ".join(parts),
+            )
+        )
+    return problems, evidence
+
+
 def _alternative_problems(
     claim: str, alt: RequestSelection, result: ClaimSelection
 ) -> list[SelectionProblem]:
     out: list[SelectionProblem] = []
     where: dict[str, Any] = {"request": alt.request, "subrequest": alt.subrequest}
+    hint_problems, near_evidence = _near_miss_problems(alt, result)
     if alt.status is RequestStatus.INVALID:
         out.append(
             SelectionProblem(
@@ -1278,7 +1359,7 @@ def _alternative_problems(
         out.append(
             SelectionProblem(
                 finding=_finding(
-                    "DRA-SEL-CLASS-MISSING",
+                    "DRA-SEL-CLASS-NOT-FOUND",
                     f"request {alt.label}: device class {alt.device_class} does not exist",
                     identifiers=(("DeviceClass", alt.device_class),),
                 ),
@@ -1292,7 +1373,7 @@ def _alternative_problems(
             out.append(
                 SelectionProblem(
                     finding=_finding(
-                        "DRA-SEL-CEL-COMPILE",
+                        "DRA-SEL-CEL-COMPILE-ERROR",
                         f"{owner}: selector #{sel.index}: CEL compile error: "
                         f"{sel.compile_error.reason}",
                         evidence=(
@@ -1320,7 +1401,7 @@ def _alternative_problems(
             out.append(
                 SelectionProblem(
                     finding=_finding(
-                        "DRA-SEL-CEL-RUNTIME",
+                        "DRA-SEL-CEL-RUNTIME-ERROR",
                         detail,
                         evidence=tuple(
                             Evidence(
@@ -1358,7 +1439,7 @@ def _alternative_problems(
             detail += "; " + _tally_text(alt.request_stage, "request selectors")
         out.append(
             SelectionProblem(
-                finding=_finding("DRA-SEL-NO-MATCH", detail),
+                finding=_finding("DRA-SEL-NO-MATCH", detail, evidence=near_evidence),
                 origin=failing.origin if failing else None,
                 selector_index=failing.index if failing else None,
                 **where,
@@ -1368,7 +1449,7 @@ def _alternative_problems(
         out.append(
             SelectionProblem(
                 finding=_finding(
-                    "DRA-SEL-COUNT",
+                    "DRA-SEL-COUNT-INFEASIBLE",
                     f"claim {claim}, request {alt.label}: count {alt.count}, but at most "
                     f"{alt.best_node_count} matching device(s) on one node "
                     f"({alt.best_node}); {alt.matched} match in all",
@@ -1400,7 +1481,7 @@ def _alternative_problems(
                     **where,
                 )
             )
-    return out
+    return out + hint_problems
 
 
 def selection_findings(result: ClaimSelection) -> list[Finding]:

@@ -258,9 +258,11 @@ def _expression_site(path: str, lines: Sequence[str], node: yaml.Node) -> Expres
     style = getattr(node, "style", None) or ""
     location = _location(path, node)
     if style in ("|", ">") and isinstance(node, yaml.ScalarNode):
-        return ExpressionSite(
-            location=location, style=style, content_lines=_block_content_lines(lines, node)
-        )
+        content = _block_content_lines(lines, node)
+        if content:
+            # Point at the expression's first character, not at the `|`/`>` indicator.
+            location = SourceLocation(path, content[0][0], content[0][1] + 1)
+        return ExpressionSite(location=location, style=style, content_lines=content)
     return ExpressionSite(location=location, style=style)
 
 
