@@ -30,6 +30,9 @@ import base64
 import datetime as dt
 import json
 import re
+import ssl
+import subprocess
+import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -199,6 +202,7 @@ class KubeAPIServer:
         token: str | None = DEFAULT_TOKEN,
         user: str = DEFAULT_USER,
         latency: float = 0.0,
+        tls: bool = False,
     ) -> None:
         self.versions = tuple(v for v in DRA_VERSIONS if v in versions)
         self.taint_rule_versions = tuple(v for v in DRA_VERSIONS if v in taint_rule_versions)
@@ -211,6 +215,9 @@ class KubeAPIServer:
         self.token = token
         self.user = user
         self.latency = latency
+        self.tls = tls
+        self._cert_pem: bytes | None = None
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self.faults: list[Fault] = []
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -282,7 +289,13 @@ class KubeAPIServer:
         handler = type("_BoundHandler", (_Handler,), {"api": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        if self.tls:
+            self._httpd.socket = self._tls_context().wrap_socket(
+                self._httpd.socket, server_side=True
+            )
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -291,6 +304,32 @@ class KubeAPIServer:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
+
+    def _tls_context(self) -> ssl.SSLContext:
+        """A self-signed serving certificate for 127.0.0.1 (clients get it as their CA).
+
+        Real API servers speak only HTTPS, and kubectl sends bearer tokens only over
+        TLS; the certificate is made with the ``openssl`` CLI for each server.
+        """
+        self._tmpdir = tempfile.TemporaryDirectory(prefix="kube-api-tls-")
+        cert = Path(self._tmpdir.name) / "tls.crt"
+        key = Path(self._tmpdir.name) / "tls.key"
+        subprocess.run(
+            [
+                "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                "-subj", "/CN=kube-api-test", "-keyout", str(key), "-out", str(cert),
+                "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            ],
+            check=True,
+            capture_output=True,
+        )  # fmt: skip
+        self._cert_pem = cert.read_bytes()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        return context
 
     def __enter__(self) -> KubeAPIServer:
         return self.start()
@@ -302,7 +341,7 @@ class KubeAPIServer:
     def url(self) -> str:
         assert self._httpd is not None, "server not started"
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
     def write_kubeconfig(
         self,
@@ -314,12 +353,15 @@ class KubeAPIServer:
     ) -> Path:
         """A kubeconfig pointing at this server (used by dradiag and kubectl alike)."""
         ctx: dict[str, Any] = {"cluster": "local", "user": "dradiag"}
+        cluster: dict[str, Any] = {"server": self.url}
+        if self._cert_pem is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self._cert_pem).decode()
         if namespace:
             ctx["namespace"] = namespace
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "local", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "local", "cluster": cluster}],
             "users": [{"name": "dradiag", "user": {"token": token or self.token or "none"}}],
             "contexts": [{"name": context, "context": ctx}],
             "current-context": context,
@@ -688,7 +730,9 @@ class KubeAPIServer:
         self, req: _Request, headers: Mapping[str, str], extra: Mapping[str, str] | None = None
     ) -> ApiStatus:
         resource = req.resource + (f"/{req.subresource}" if req.subresource else "")
-        subject = f'{req.resource} "{req.name}"' if req.name else req.resource
+        # The real wording qualifies non-core resources with their group.
+        qualified = f"{req.resource}.{req.group}" if req.group else req.resource
+        subject = f'{qualified} "{req.name}"' if req.name else qualified
         where = f'in the namespace "{req.namespace}"' if req.namespace else "at the cluster scope"
         message = (
             f'{subject} is forbidden: User "{self._user(headers)}" cannot {req.verb} '
