@@ -118,6 +118,8 @@ class Target:
     namespace: str | None = None
     uid: str | None = None
     pods: tuple[str, ...] = ()
+    synthesized: bool = False
+    """True when the claim does not exist yet and was built from its template."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,10 +1,23 @@
-"""Serialising output documents (JSON, YAML) for stdout; the canonical forms of every result."""
+"""The canonical output documents (DESIGN §5) and their serialisation to JSON / YAML.
+
+``diagnosis_document`` is *the* form of a diagnosis: JSON and YAML are dumps of it, and
+the text view (``render/text.py``) is drawn from it, so the three cannot disagree. Its
+shape is published as ``docs/schema/diagnosis.schema.json`` (``diagnoses.schema.json``
+for ``pod`` and ``scan``), and every test output is validated against those schemas.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dradiag.diagnosis.model import Diagnosis, Evidence, Finding, PhaseResult
+    from dradiag.snapshot.model import CollectionError, Snapshot, SourceInfo
+
+DIAGNOSIS_SCHEMA_VERSION = "dradiag.diagnosis/v1"
+DIAGNOSES_SCHEMA_VERSION = "dradiag.diagnoses/v1"
 
 
 def dump_document(doc: Mapping[str, Any], output: str) -> str:
@@ -14,3 +27,108 @@ def dump_document(doc: Mapping[str, Any], output: str) -> str:
 
         return str(yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True, width=120))
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def tool_block() -> dict[str, str]:
+    """``{"name": "dradiag", "version": ...}``."""
+    from dradiag import __version__
+
+    return {"name": "dradiag", "version": __version__}
+
+
+def source_block(source: SourceInfo) -> dict[str, Any]:
+    """The ``source`` block: where the snapshot came from."""
+    out: dict[str, Any] = {"kind": source.kind}
+    if source.context:
+        out["context"] = source.context
+    if source.collected_at:
+        out["collectedAt"] = source.collected_at
+    if source.location:
+        out["location"] = source.location
+    if source.server_version:
+        out["serverVersion"] = source.server_version
+    return out
+
+
+def collection_block(
+    errors: Iterable[CollectionError], *, partial: bool | None = None
+) -> dict[str, Any]:
+    """The ``collection`` block: failed reads, and whether the evidence is partial."""
+    entries = []
+    for err in errors:
+        entry: dict[str, Any] = {"resource": err.resource, "verb": err.verb, "reason": err.reason}
+        if err.namespace:
+            entry["namespace"] = err.namespace
+        if err.name:
+            entry["name"] = err.name
+        if err.status is not None:
+            entry["status"] = err.status
+        entries.append(entry)
+    return {"partial": bool(entries) if partial is None else partial, "errors": entries}
+
+
+def collection_of(snapshot: Snapshot) -> dict[str, Any]:
+    """The ``collection`` block of a snapshot (partial when a read failed)."""
+    return collection_block(snapshot.errors, partial=snapshot.partial)
+
+
+def _evidence(ev: Evidence) -> dict[str, Any]:
+    return {"source": ev.source.value, "ref": ev.ref, "excerpt": ev.excerpt}
+
+
+def _finding(f: Finding) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "rule": f.rule,
+        "severity": f.severity.value,
+        "title": f.title,
+        "detail": f.detail,
+        "evidence": [_evidence(e) for e in f.evidence],
+        "next": list(f.next),
+    }
+    if f.identifiers:
+        out["identifiers"] = [{"layer": layer, "value": value} for layer, value in f.identifiers]
+    return out
+
+
+def _phase(p: PhaseResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": p.phase.value, "status": p.status.value}
+    if p.summary:
+        out["summary"] = p.summary
+    out["findings"] = [_finding(f) for f in p.findings]
+    return out
+
+
+def diagnosis_document(
+    diagnosis: Diagnosis, snapshot_source: SourceInfo, collection: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ``dradiag.diagnosis/v1`` document of one diagnosis (DESIGN §5)."""
+    target = diagnosis.target
+    target_block: dict[str, Any] = {"kind": target.kind}
+    if target.namespace:
+        target_block["namespace"] = target.namespace
+    target_block["name"] = target.name
+    target_block["uid"] = target.uid
+    target_block["pods"] = list(target.pods)
+    if target.synthesized:
+        target_block["synthesized"] = True
+    verdict = diagnosis.verdict
+    return {
+        "schemaVersion": DIAGNOSIS_SCHEMA_VERSION,
+        "tool": tool_block(),
+        "source": source_block(snapshot_source),
+        "target": target_block,
+        "verdict": {
+            "status": verdict.status.value,
+            "phase": verdict.phase.value if verdict.phase else None,
+            "rule": verdict.rule,
+            "summary": verdict.summary,
+            "next": list(verdict.next),
+        },
+        "phases": [_phase(p) for p in diagnosis.phases],
+        "collection": dict(collection),
+    }
+
+
+def diagnoses_document(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``dradiag.diagnoses/v1`` document for ``pod`` and ``scan``: a list of diagnoses."""
+    return {"schemaVersion": DIAGNOSES_SCHEMA_VERSION, "items": list(items)}

@@ -1,0 +1,97 @@
+"""``dradiag scan [-n NS | -A]``: every claim and node that is not healthy, in one table."""
+
+from __future__ import annotations
+
+import typer
+
+from dradiag.cli.commands.claim import DEFAULT_STUCK_AFTER, Now, StuckAfter
+from dradiag.cli.options import (
+    DEFAULT_TIMEOUT,
+    AllNamespaces,
+    As,
+    AsGroup,
+    Context,
+    ExitZero,
+    FromPath,
+    Kubeconfig,
+    Namespace,
+    NoColor,
+    Output,
+    OutputFormat,
+    RequestTimeout,
+    Timeout,
+)
+
+DEFAULT_REQUEST_TIMEOUT = 10.0
+
+
+def scan(
+    from_path: FromPath = None,
+    kubeconfig: Kubeconfig = None,
+    context: Context = None,
+    namespace: Namespace = None,
+    all_namespaces: AllNamespaces = False,
+    request_timeout: RequestTimeout = DEFAULT_REQUEST_TIMEOUT,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    as_user: As = None,
+    as_groups: AsGroup = None,
+    output: Output = OutputFormat.TEXT,
+    no_color: NoColor = False,
+    exit_zero: ExitZero = False,
+    now: Now = None,
+    stuck_after: StuckAfter = DEFAULT_STUCK_AFTER,
+) -> int:
+    """Diagnose every claim that is not healthy, plus node-level publication problems.
+
+    One row per unhealthy claim (or pod whose claim is not created yet) and per node
+    with a problem that belongs to no claim (a GPU node publishing nothing, a
+    crash-looping kubelet plugin, an incomplete or invalid pool), sorted by phase.
+    Without -n, every namespace in the snapshot is scanned. Exit 0 nothing broken,
+    1 something broken, 2 usage/input error, 3 runtime error, 4 inconclusive.
+    """
+    from dradiag.cli.commands.claim import (
+        check_output,
+        emit,
+        exit_code_for,
+        use_color,
+        walk_options,
+    )
+    from dradiag.cli.inputs import Target, obtain_snapshot
+    from dradiag.cli.options import CommonOptions
+    from dradiag.diagnosis.build import scan as scan_snapshot
+    from dradiag.errors import UsageError
+    from dradiag.render.document import collection_of, diagnoses_document, diagnosis_document
+    from dradiag.render.text import render_scan
+
+    check_output(output)
+    if namespace and all_namespaces:
+        raise UsageError("-n/--namespace and -A/--all-namespaces are mutually exclusive")
+    options = walk_options(now, stuck_after)
+    common = CommonOptions(
+        from_path=from_path,
+        kubeconfig=kubeconfig,
+        context=context,
+        namespace=namespace,
+        all_namespaces=all_namespaces or not namespace,
+        request_timeout=request_timeout,
+        timeout=timeout,
+        as_user=as_user,
+        as_groups=tuple(as_groups or ()),
+        output=output,
+        no_color=no_color,
+        exit_zero=exit_zero,
+    )
+    snapshot = obtain_snapshot(common, Target(kind="cluster", namespace=namespace))
+    diagnoses = scan_snapshot(snapshot, namespace=namespace or None, options=options)
+    collection = collection_of(snapshot)
+    doc = diagnoses_document(
+        [diagnosis_document(d, snapshot.source, collection) for d in diagnoses]
+    )
+    text = render_scan(doc, color=use_color(no_color)) if output is OutputFormat.TEXT else None
+    emit(doc, output, text)
+    return exit_code_for(diagnoses, exit_zero)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the command to ``app``."""
+    app.command("scan")(scan)
