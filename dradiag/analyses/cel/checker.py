@@ -88,6 +88,7 @@ class _Checker:
         self.options = options
         self.variables = dict(options.variables)
         self.result = CheckResult()
+        self.exempt: set[int] = set()
         attr_value = DYN if options.list_type_attributes else ANY
         self.device_fields = {
             "driver": STRING,
@@ -233,6 +234,9 @@ class _Checker:
             if _assignable(a, b, {}) and _assignable(b, a, {}):
                 return _join(a, b)
             return self._no_overload(node.pos, name, [cond, a, b], False)
+        if name == "format":
+            # cel-go exempts format()'s argument list from HomogeneousAggregateLiterals.
+            self.exempt.update(id(a) for a in node.args)
         arg_types = [self.check(a, scope) for a in node.args]
         if node.target is not None:
             arg_types.insert(0, self.check(node.target, scope))
@@ -268,6 +272,8 @@ class _Checker:
             if i in node.optional_indices:
                 t = t.params[0] if t.kind == "optional" else DYN
             types.append(t)
+        if id(node) in self.exempt:
+            return list_of(DYN)
         return list_of(self._homogeneous(types, [e.pos for e in node.elements]))
 
     def _map(self, node: CreateMap, scope: dict[str, T]) -> T:
