@@ -58,7 +58,10 @@ MAX_PODS_PER_CLAIM = 16
 LOG_TAIL_LINES = 5000
 LOG_LIMIT_BYTES = 4 * 1024 * 1024
 LOG_SINCE_MARGIN = timedelta(minutes=10)
-"""Plugin logs are read from this long before the claim was created."""
+"""Plugin logs are read from this long before the claim was created..."""
+LOG_HEAD_BYTES = 256 * 1024
+"""...plus, for a plugin started before that, the head of its log: its start-up lines
+(feature gates, devices found, slices published or refused) are publication evidence."""
 MAX_CLUSTER_PLUGIN_LOGS = 10
 """Whole-cluster runs read logs only of kubelet-plugin pods that restarted or are not ready."""
 PLUGIN_CONTAINER = "gpus"
@@ -229,6 +232,8 @@ class Read:
     keep: Callable[[K8sObject], bool] | None = None
     container: str | None = None
     previous: bool = False
+    part: str = "full"
+    """For logs: ``full``, or ``head``/``window`` when a long-running log is read in two."""
 
     @property
     def resource(self) -> str:
@@ -271,10 +276,10 @@ class Collector:
         self.objects: dict[Kind, dict[tuple[str, str], dict[str, Any]]] = {
             k: {} for k in Kind if k is not Kind.LOG
         }
-        self.logs: list[ContainerLog] = []
         self.errors: list[CollectionError] = list(discovery.errors)
         self.failed: dict[Kind, str] = {}
         self.scopes: dict[Kind, list[str | None]] = {}
+        self._log_parts: dict[tuple[str, str, str, bool], dict[str, tuple[str, Read]]] = {}
         self._warned: set[str] = set()
 
     def close(self) -> None:
@@ -317,20 +322,8 @@ class Collector:
             self._record_error(read, kind, outcome.error)
             return
         if read.verb == "log":
-            text = outcome.text or ""
-            truncated = len(text.encode()) >= LOG_LIMIT_BYTES or text.count("\n") >= LOG_TAIL_LINES
-            self.logs.append(
-                ContainerLog(
-                    namespace=read.namespace,
-                    pod=read.name or "",
-                    container=read.container or "",
-                    text=text,
-                    previous=read.previous,
-                    truncated=truncated,
-                    source=f"{read.path}?container={read.container}"
-                    + ("&previous=true" if read.previous else ""),
-                )
-            )
+            log_key = (read.namespace or "", read.name or "", read.container or "", read.previous)
+            self._log_parts.setdefault(log_key, {})[read.part] = (outcome.text or "", read)
             return
         for item in outcome.items:
             item.setdefault("kind", read.kind.value)
@@ -421,17 +414,25 @@ class Collector:
         )
 
     def log(
-        self, pod: K8sObject, container: str, *, previous: bool, since: datetime | None
+        self,
+        pod: K8sObject,
+        container: str,
+        *,
+        previous: bool = False,
+        part: str = "full",
+        since: datetime | None = None,
     ) -> Read:
+        """One read of a container log: ``full`` (tail-capped), ``head`` or ``window``."""
         namespace, name = namespace_of(pod), name_of(pod)
-        query = {
-            "container": container,
-            "tailLines": str(LOG_TAIL_LINES),
-            "limitBytes": str(LOG_LIMIT_BYTES),
-        }
+        query = {"container": container}
+        if part == "head":
+            query["limitBytes"] = str(LOG_HEAD_BYTES)
+        else:
+            query["tailLines"] = str(LOG_TAIL_LINES)
+            query["limitBytes"] = str(LOG_LIMIT_BYTES)
         if previous:
             query["previous"] = "true"
-        elif since is not None:
+        if part == "window" and since is not None:
             query["sinceTime"] = _rfc3339(since)
         path = self.discovery.path(Kind.POD, namespace=namespace, name=name, subresource="log")
         return Read(
@@ -444,6 +445,7 @@ class Collector:
             scope=f"kubelet-plugin logs of {namespace}/{name}",
             container=container,
             previous=previous,
+            part=part,
         )
 
     # -- the Snapshot ---------------------------------------------------------------
@@ -477,11 +479,10 @@ class Collector:
                 coverage[kind] = KindRecord(
                     kind=kind, coverage=Coverage.UNKNOWN, reason="not read for this target"
                 )
+        logs = [_merge_log_parts(parts) for _, parts in sorted(self._log_parts.items())]
         return Snapshot(
             objects=objects,
-            logs=sorted(
-                self.logs, key=lambda lg: (lg.namespace or "", lg.pod, lg.container, lg.previous)
-            ),
+            logs=logs,
             coverage=coverage,
             errors=self.errors,
             source=source,
@@ -562,22 +563,28 @@ def _follow_claims(
 ) -> None:
     """From claims to their pods, nodes, slices, plugin pods and logs."""
     label = ", ".join(f"{namespace}/{n}" for n in wanted)
-    # Stage: the pods. Named ones by GET; a namespace list only when a claim names no
-    # pod (a pending user-created claim is referenced only from pod specs).
+    # Stage: the pods. For a claim, every pod of its namespace that references it or
+    # holds it (one filtered list): a pod can wait on a claim that reserves nothing for
+    # it (a pending claim, a pod bound past the scheduler), and only its spec says so.
+    # For a pod, the other pods the claims are reserved for, by name.
     known = {name_of(p) for p in target_pods}
-    pod_names = [n for cl in claims for n in claim_pod_names(cl) if n not in known]
-    pod_names = list(dict.fromkeys(pod_names))[:MAX_PODS_PER_CLAIM]
-    reads = [c.get(Kind.POD, namespace, n, scope=f"pods of claim {label}") for n in pod_names]
-    if not target_pods and (not claims or any(not claim_pod_names(cl) for cl in claims)):
-        names = set(wanted)
-        reads.append(
+    if target_pods:
+        pod_names = [n for cl in claims for n in claim_pod_names(cl) if n not in known]
+        pod_names = list(dict.fromkeys(pod_names))[:MAX_PODS_PER_CLAIM]
+        reads = [c.get(Kind.POD, namespace, n, scope=f"pods of claim {label}") for n in pod_names]
+    else:
+        claim_names = set(wanted)
+        holders = {n for cl in claims for n in claim_pod_names(cl)}
+        reads = [
             c.list(
                 Kind.POD,
                 namespace=namespace,
-                scope=f"pods referencing claim {label}",
-                keep=lambda pod: bool(pod_claim_names(pod) & names),
+                scope=f"pods using claim {label}",
+                keep=lambda pod: (
+                    bool(pod_claim_names(pod) & claim_names) or name_of(pod) in holders
+                ),
             )
-        )
+        ]
     c.run(reads)
     pods = list(target_pods) + [
         p for p in c.all(Kind.POD) if name_of(p) not in known and namespace_of(p) == namespace
@@ -662,23 +669,92 @@ def _follow_claims(
     c.run(_plugin_log_reads(c, plugin_pods, since))
 
 
+def _started_at(status: Mapping[str, Any]) -> datetime | None:
+    state = status.get("state") or {}
+    for phase in ("running", "terminated"):
+        if isinstance(state.get(phase), Mapping):
+            return _parse_time(state[phase].get("startedAt"))
+    return None
+
+
 def _plugin_log_reads(
     c: Collector, plugin_pods: Iterable[K8sObject], since: datetime | None
 ) -> list[Read]:
+    """Log reads for plugin pods: the ``gpus`` container and init containers that failed.
+
+    A container that never started has no log (skipped, instead of a 400). One that
+    restarted also gets its previous instance's log. A current instance started before
+    ``since`` is read as its head plus the window from ``since``, so neither its start-up
+    lines nor the lines around the claim are lost to the tail cap.
+    """
     reads = []
     for pod in plugin_pods:
-        containers = [str(x.get("name")) for x in (pod.get("spec") or {}).get("containers") or []]
-        container = (
-            PLUGIN_CONTAINER
-            if PLUGIN_CONTAINER in containers
-            else (containers[0] if containers else None)
-        )
-        if container is None:
-            continue
-        reads.append(c.log(pod, container, previous=False, since=since))
-        if _restarted(pod, container):
-            reads.append(c.log(pod, container, previous=True, since=None))
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        statuses = {
+            str(st.get("name")): st
+            for st in (status.get("containerStatuses") or [])
+            + (status.get("initContainerStatuses") or [])
+            if isinstance(st, Mapping)
+        }
+        names = [str(x.get("name")) for x in spec.get("containers") or []]
+        main = PLUGIN_CONTAINER if PLUGIN_CONTAINER in names else (names[0] if names else None)
+        wanted = [main] if main else []
+        for init in spec.get("initContainers") or []:
+            st = statuses.get(str(init.get("name"))) or {}
+            state = st.get("state") or {}
+            failed = (state.get("terminated") or {}).get("exitCode") not in (None, 0)
+            if state.get("running") or failed or st.get("restartCount"):
+                wanted.append(str(init.get("name")))
+        for container in wanted:
+            st = statuses.get(container) or {}
+            restarted = _restarted(pod, container) or bool(st.get("restartCount"))
+            started = _started_at(st)
+            if st and started is None and not (st.get("state") or {}).get("terminated"):
+                pass  # waiting, never ran: no current log to read
+            elif since is not None and started is not None and started < since:
+                reads.append(c.log(pod, container, part="head"))
+                reads.append(c.log(pod, container, part="window", since=since))
+            else:
+                reads.append(c.log(pod, container))
+            if restarted:
+                reads.append(c.log(pod, container, previous=True))
     return reads
+
+
+_GAP = "[dradiag: log lines between the head and {since} were not read]\n"
+
+
+def _merge_log_parts(parts: Mapping[str, tuple[str, Read]]) -> ContainerLog:
+    """One ContainerLog from a full read, or from a head and a window read."""
+    text, read = parts.get("full") or parts.get("window") or parts["head"]
+    truncated = len(text.encode()) >= LOG_LIMIT_BYTES or text.count("\n") >= LOG_TAIL_LINES
+    if "head" in parts and "window" in parts:
+        head, window = parts["head"][0], parts["window"][0]
+        first = window.splitlines(keepends=True)[:1]
+        if first and first[0] in head:
+            text = head[: head.index(first[0])] + window  # the window overlaps the head
+        elif not window:
+            text = head  # nothing was logged since the window began
+            truncated = len(head.encode()) >= LOG_HEAD_BYTES
+        else:
+            since = read.query.get("sinceTime", "the claim's window")
+            text = (
+                head
+                + ("" if head.endswith("\n") or not head else "\n")
+                + _GAP.format(since=since)
+                + window
+            )
+            truncated = True
+    source = f"{read.path}?container={read.container}" + ("&previous=true" if read.previous else "")
+    return ContainerLog(
+        namespace=read.namespace,
+        pod=read.name or "",
+        container=read.container or "",
+        text=text,
+        previous=read.previous,
+        truncated=truncated,
+        source=source,
+    )
 
 
 # -- whole cluster --------------------------------------------------------------------
