@@ -1,0 +1,190 @@
+"""The catalogue's own invariants: ids, docs, aliases, and a case file that proves each rule.
+
+sqlfluff checks every rule's docstring sections and that each code has YAML cases; ruff
+keeps one registry of codes and redirects. These tests do the same for ``rules/*.yaml``:
+every data rule has a case that fires and a near miss that stays quiet; every code-backed
+rule names the analysis that emits it, and that analysis really mentions the id; every
+id the analyses emit has a catalogue entry.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dradiag.diagnosis.model import Phase
+from dradiag.rulebook.schema import DOC_HEADINGS, PHASE_CODES, RULE_ID_RE
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CASES_DIR = Path(__file__).resolve().parent / "cases"
+SCENARIOS_DIR = REPO_ROOT / "tests" / "fixtures" / "scenarios"
+_EMITTED_ID = re.compile(r"[\"'](DRA-(?:PUB|SEL|ALLOC|PREP|INJ|WORK|UNPREP)-[A-Z0-9-]+)[\"']")
+
+
+def _cases_of(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in data.items() if isinstance(v, dict) and "expect" in v}
+
+
+def test_catalogue_is_big_enough_and_covers_every_phase(rulebook: Any) -> None:
+    assert len(rulebook) >= 40
+    for phase in Phase:
+        assert rulebook.by_phase(phase), f"no rule for {phase.value}"
+        assert any(r.match is not None for r in rulebook.by_phase(phase)), phase
+
+
+def test_ids_are_unique_well_formed_and_name_their_phase(rulebook: Any) -> None:
+    ids = [r.id for r in rulebook.rules]
+    assert len(ids) == len(set(ids))
+    for rule in rulebook.rules:
+        m = RULE_ID_RE.match(rule.id)
+        assert m, rule.id
+        assert PHASE_CODES[m.group(1)] is rule.phase, rule.id
+
+
+def test_every_docs_has_the_headings_in_order(rulebook: Any) -> None:
+    for rule in rulebook.rules:
+        positions = [rule.docs.find(h) for h in DOC_HEADINGS]
+        assert all(p >= 0 for p in positions), (rule.id, positions)
+        assert positions == sorted(positions), rule.id
+        for heading, nxt in zip(DOC_HEADINGS, [*DOC_HEADINGS[1:], None], strict=True):
+            start = rule.docs.index(heading) + len(heading)
+            end = rule.docs.index(nxt) if nxt else len(rule.docs)
+            assert rule.docs[start:end].strip(), f"{rule.id}: empty section {heading}"
+
+
+def test_aliases_resolve_to_their_rule_and_clash_with_nothing(rulebook: Any) -> None:
+    ids = set(rulebook.ids)
+    for rule in rulebook.rules:
+        for alias in rule.aliases:
+            assert alias not in ids
+            assert rulebook.get(alias) is rule
+            assert rulebook.get(alias.lower()) is rule
+
+
+def test_every_rule_has_a_case_file_and_every_case_file_a_known_rule(
+    rulebook: Any, case_files: dict[str, dict[str, Any]]
+) -> None:
+    missing = [r.id for r in rulebook.rules if r.id not in case_files]
+    assert missing == [], f"rules without tests/rules/cases/<ID>.yaml: {missing}"
+    for stem, data in case_files.items():
+        assert data.get("rule") == stem, f"{stem}.yaml names rule {data.get('rule')}"
+        assert rulebook.get(stem) is not None and rulebook.get(stem).id == stem, stem
+
+
+@pytest.mark.parametrize("phase", list(Phase), ids=[p.value for p in Phase])
+def test_every_data_rule_has_a_firing_case_and_a_quiet_near_miss(
+    phase: Phase, rulebook: Any, case_files: dict[str, dict[str, Any]]
+) -> None:
+    for rule in rulebook.by_phase(phase):
+        if rule.match is None:
+            continue
+        cases = _cases_of(case_files.get(rule.id, {}))
+        assert any(c["expect"].get("fires") for c in cases.values()), f"{rule.id}: no firing case"
+        assert any(not c["expect"].get("fires") for c in cases.values()), (
+            f"{rule.id}: no near-miss case that stays quiet"
+        )
+
+
+def test_every_wording_variant_has_a_firing_case(
+    rulebook: Any, case_files: dict[str, dict[str, Any]]
+) -> None:
+    """A rule claiming several wordings (pattern lists) proves each one on real evidence."""
+    from dradiag.rulebook.patterns import first_match
+
+    missing: dict[str, list[str]] = {}
+    for rule in rulebook.rules:
+        if rule.match is None:
+            continue
+        firing = [c for c in _cases_of(case_files[rule.id]).values() if c["expect"].get("fires")]
+        event_texts = [
+            str(e.get("message") or e.get("note") or "")
+            for c in firing
+            for e in c.get("events", [])
+        ]
+        log_lines = [
+            line
+            for c in firing
+            for entry in c.get("logs", [])
+            for line in str(entry["text"]).splitlines()
+        ]
+        for variants, texts in (
+            (rule.match.event.messages if rule.match.event else (), event_texts),
+            (rule.match.log.patterns if rule.match.log else (), log_lines),
+        ):
+            if len(variants) < 2:
+                continue
+            covered = set()
+            for text in texts:
+                found = first_match(variants, text)
+                if found is not None:
+                    covered.add(found[0].source)
+            uncovered = [v.source for v in variants if v.source not in covered]
+            if uncovered:
+                missing[rule.id] = uncovered
+    assert missing == {}, "wording variants without a firing case"
+
+
+def test_code_backed_rules_name_a_live_emitter(
+    rulebook: Any, case_files: dict[str, dict[str, Any]]
+) -> None:
+    pending = []
+    for rule in rulebook.rules:
+        if rule.match is not None:
+            continue
+        data = case_files[rule.id]
+        if "pending" in data:
+            pending.append(rule.id)
+            continue
+        emitters = data.get("emitted_by") or []
+        assert emitters, f"{rule.id}: code-backed rule names no emitter"
+        for emitter in emitters:
+            source = (REPO_ROOT / emitter["module"]).read_text(encoding="utf-8")
+            literals = [f'"{n}"' for n in (rule.id, *rule.aliases)]
+            if "literal" in emitter:
+                literals.append(emitter["literal"])
+            assert any(lit in source for lit in literals), f"{rule.id}: not in {emitter['module']}"
+    # Reserved ids stay few and visible: each says in its case file why nothing emits it.
+    assert len(pending) <= 5, pending
+
+
+def test_every_id_the_code_emits_is_catalogued(rulebook: Any) -> None:
+    """One registry (ruff's codes.rs): an id in an analysis without a rule entry is a bug."""
+    unknown = {}
+    for path in sorted((REPO_ROOT / "dradiag").rglob("*.py")):
+        for rule_id in _EMITTED_ID.findall(path.read_text(encoding="utf-8")):
+            if rule_id not in rulebook and not rule_id.startswith("DRA-PREP-EXAMPLE"):
+                unknown.setdefault(rule_id, str(path.relative_to(REPO_ROOT)))
+    assert unknown == {}
+
+
+def test_scenario_expectations_name_known_rules(rulebook: Any) -> None:
+    import json
+
+    for expected in sorted(SCENARIOS_DIR.glob("*/expected.json")):
+        rule_id = json.loads(expected.read_text(encoding="utf-8")).get("rule")
+        if rule_id:
+            assert rule_id in rulebook, f"{expected.parent.name}: unknown rule {rule_id}"
+
+
+def test_next_steps_never_mutate_unless_marked(rulebook: Any) -> None:
+    mutating = re.compile(r"\bkubectl\s+(delete|apply|create|edit|patch|scale|drain|cordon)\b")
+    for rule in rulebook.rules:
+        for item in rule.next:
+            if mutating.search(item):
+                assert item.startswith("remediation:"), (rule.id, item)
+
+
+def test_shipped_log_patterns_have_a_prefilter_and_run_on_re2(rulebook: Any) -> None:
+    """Log scanning cost rests on literal prefilters; RE2 keeps every pattern linear."""
+    for rule in rulebook.rules:
+        if rule.match is None or rule.match.log is None:
+            continue
+        for pattern in rule.match.log.patterns:
+            assert pattern.engine == "re2", (rule.id, pattern.source)
+            assert pattern.literals or rule.id == "DRA-UNPREP-STALE-PARTIAL-PREPARE", (
+                rule.id,
+                pattern.source,
+            )
