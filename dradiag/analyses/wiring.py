@@ -20,8 +20,8 @@ from typing import Any
 from dradiag.diagnosis.model import Evidence, EvidenceSource, Finding, Phase, Severity
 from dradiag.snapshot.model import K8sObject, Snapshot, name_of, namespace_of, uid_of
 
-CLAIM_NOT_IN_CONTAINERS = "DRA-WORK-CLAIM-NOT-IN-CONTAINERS"
-UNKNOWN_REQUEST = "DRA-WORK-UNKNOWN-REQUEST"
+CLAIM_NOT_IN_CONTAINERS = "DRA-WORK-CLAIM-NOT-REFERENCED"
+UNKNOWN_REQUEST = "DRA-WORK-WRONG-REQUEST"
 NOT_RESERVED_FOR_POD = "DRA-ALLOC-NOT-RESERVED"
 RULE_IDS = (CLAIM_NOT_IN_CONTAINERS, UNKNOWN_REQUEST, NOT_RESERVED_FOR_POD)
 

@@ -60,7 +60,7 @@ from dradiag.diagnosis.model import (
     Target,
 )
 from dradiag.diagnosis.resolve import is_synthesized, pod_claim_names_for, resolve_pod_claims
-from dradiag.diagnosis.verdict import decide_verdict
+from dradiag.diagnosis.verdict import CROSS_CLAIM_CAUSE_RULES, decide_verdict
 from dradiag.errors import UsageError
 from dradiag.snapshot.model import (
     Coverage,
@@ -102,16 +102,16 @@ SEL_NOT_EVALUATED = "DRA-SEL-NOT-EVALUATED"
 ALLOC_UNSCHEDULABLE = "DRA-ALLOC-NOT-ALLOCATED"
 ALLOC_NO_CONSUMER = "DRA-ALLOC-NO-CONSUMER"
 ALLOC_PENDING_SILENT = "DRA-ALLOC-PENDING-SILENT"
-ALLOC_CLAIM_NOT_CREATED = "DRA-ALLOC-CLAIM-NOT-CREATED"
+ALLOC_CLAIM_NOT_CREATED = "DRA-ALLOC-CLAIM-NOT-FOUND"
 ALLOC_BOUND_UNALLOCATED = "DRA-ALLOC-BOUND-UNALLOCATED"
 PREP_FAILED = "DRA-PREP-FAILED"
-PREP_STUCK = "DRA-PREP-STUCK"
-INJ_CREATE_FAILED = "DRA-INJ-CREATE-CONTAINER-FAILED"
-WORK_CONTAINER_CRASHING = "DRA-WORK-CONTAINER-CRASHING"
-UNPREP_STALE_RESERVATION = "DRA-UNPREP-STALE-RESERVATION"
+PREP_STUCK = "DRA-PREP-STALLED"
+INJ_CREATE_FAILED = "DRA-INJ-CREATE-CONTAINER-ERROR"
+WORK_CONTAINER_CRASHING = "DRA-WORK-CONTAINER-CRASHLOOP"
+UNPREP_STALE_RESERVATION = "DRA-UNPREP-RESERVED-FOR-GONE-POD"
 UNPREP_POD_STUCK_TERMINATING = "DRA-UNPREP-POD-STUCK-TERMINATING"
 UNPREP_DELETION_STUCK = "DRA-UNPREP-DELETION-STUCK"
-UNPREP_LEAKED_BY_OTHER_CLAIM = "DRA-UNPREP-LEAKED-BY-OTHER-CLAIM"
+UNPREP_LEAKED_BY_OTHER_CLAIM = "DRA-UNPREP-LEAKED-STATE"
 
 NOT_COLLECTED: Mapping[Phase, str] = {p: f"DRA-{c}-NOT-COLLECTED" for p, c in PHASE_CODE.items()}
 """Per phase, the rule of "the evidence this phase needs was not collected"."""
@@ -613,7 +613,11 @@ UMBRELLA_RULES: frozenset[str] = frozenset(
         "DRA-ALLOC-CANNOT-ALLOCATE",
         ALLOC_UNSCHEDULABLE,
         PREP_FAILED,
+        PREP_STUCK,
         INJ_CREATE_FAILED,
+        UNPREP_POD_STUCK_TERMINATING,
+        UNPREP_STALE_RESERVATION,
+        UNPREP_DELETION_STUCK,
     }
 )
 """Rules that name a symptom many causes share ("no slices", "cannot allocate all claims",
@@ -1481,11 +1485,20 @@ def _leaked_by_other_claim(walk: _Walk, prepare: PhaseResult) -> list[Finding]:
     snap = walk.snapshot
     out: list[Finding] = []
     culprits: list[tuple[K8sObject | None, str, str]] = []  # (claim, uid, why)
+    other_names: dict[str, str] = {}
+    extra_evidence: list[Evidence] = []
     for m in _OTHER_CLAIM_UID.finditer(messages):
         other = snap.claim_by_uid(m.group("uid"))
-        if other is None or other is not walk.claim:
+        if other is walk.claim:
+            continue
+        why = "" if other is None else _release_pending(walk, other)
+        if other is None or why:
             culprits.append(
-                (other, m.group("uid"), "the driver's checkpoint still holds the device for it")
+                (
+                    other,
+                    m.group("uid"),
+                    why or "it is gone, yet the driver's checkpoint still holds the device for it",
+                )
             )
     for m in _OLD_CLAIM_SAME_NAME.finditer(messages):
         culprits.append(
@@ -1494,6 +1507,29 @@ def _leaked_by_other_claim(walk: _Walk, prepare: PhaseResult) -> list[Finding]:
     mig = _MIG_CREATE_PARENT.search(messages)
     if mig and not culprits:
         minor = mig.group("minor")
+        for partial in _partial_prepares(walk):
+            same_gpu = any(
+                d == mig.group("dev") or d.startswith(f"gpu-{minor}-") for d in partial.devices
+            )
+            if not same_gpu or partial.uid == walk.claim_uid:
+                continue
+            other = snap.claim_by_uid(partial.uid)
+            why = "" if other is None else _release_pending(walk, other)
+            if other is not None and not why:
+                continue
+            culprits.append(
+                (
+                    other,
+                    partial.uid,
+                    f"its Prepare of {', '.join(partial.devices)} started but never completed, "
+                    "and the plugin's clean-up dropped it without tearing those devices down"
+                    + (f" ({why})" if why else " (the claim is gone from the API server)"),
+                )
+            )
+            extra_evidence.append(partial.evidence)
+            if other is None:
+                other_names[partial.uid] = partial.claim
+    if mig and not culprits:
         for node in walk.nodes():
             for other in _claims_on_node(snap, node):
                 if other is walk.claim:
@@ -1507,7 +1543,11 @@ def _leaked_by_other_claim(walk: _Walk, prepare: PhaseResult) -> list[Finding]:
                 if why:
                     culprits.append((other, uid_of(other), why))
     for other, other_uid, why in culprits:
-        other_key = key_of(other) if other is not None else "(no longer in the cluster)"
+        other_key = (
+            key_of(other)
+            if other is not None
+            else other_names.get(other_uid, "(no longer in the cluster)")
+        )
         out.append(
             Finding(
                 rule=UNPREPARE_CAUSE_RULE,
@@ -1517,9 +1557,15 @@ def _leaked_by_other_claim(walk: _Walk, prepare: PhaseResult) -> list[Finding]:
                 detail=f"Prepare of {walk.claim_key} fails because ResourceClaim {other_key} "
                 f"(UID {other_uid}) was not fully unprepared: {why}. The broken boundary is "
                 "that claim's Unprepare, not this claim's Prepare.",
-                evidence=tuple(
-                    e for f in prepare.findings if f.severity is Severity.ERROR for e in f.evidence
-                )[:2],
+                evidence=(
+                    *tuple(
+                        e
+                        for f in prepare.findings
+                        if f.severity is Severity.ERROR
+                        for e in f.evidence
+                    )[:2],
+                    *extra_evidence[:2],
+                ),
                 next=(
                     f"dradiag claim {other_key}"
                     if other is not None
@@ -1536,6 +1582,52 @@ def _leaked_by_other_claim(walk: _Walk, prepare: PhaseResult) -> list[Finding]:
 
 
 UNPREPARE_CAUSE_RULE = UNPREP_LEAKED_BY_OTHER_CLAIM
+
+_PARTIAL_PREPARE = re.compile(
+    r"(?:preparation started but not completed for claim|no MIG rollback \(DynamicMIG "
+    r"disabled\) for partially prepared claim) (?P<ns>[^/\s]+)/(?P<name>[^:\s]+):"
+    r"(?P<uid>[0-9a-fA-F-]{8,}) \(devices: \[(?P<devices>[^\]]*)\]\)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _PartialPrepare:
+    """A claim the plugin dropped from its checkpoint without tearing its devices down."""
+
+    claim: str
+    uid: str
+    devices: tuple[str, ...]
+    evidence: Evidence
+
+
+def _partial_prepares(walk: _Walk) -> list[_PartialPrepare]:
+    """No-op unprepares of partially prepared claims in the plugin logs of the claim's nodes
+    (nvidia-driver-facts §5.4 D/E, §8.3: the orphaned GI/CI behind ``Insufficient Resources``)."""
+    out: list[_PartialPrepare] = []
+    for node in walk.nodes():
+        health = walk.plugin(node)
+        for log in ph.plugin_logs(walk.snapshot, health):
+            if "partially prepared" not in log.text and "not completed for claim" not in log.text:
+                continue
+            for number, line in enumerate(log.text.splitlines(), 1):
+                m = _PARTIAL_PREPARE.search(line)
+                if not m:
+                    continue
+                devices = tuple(d for d in re.split(r"[\s,]+", m.group("devices")) if d)
+                where = f"{log.namespace or ''}/{log.pod}/{log.container}"
+                out.append(
+                    _PartialPrepare(
+                        claim=f"{m.group('ns')}/{m.group('name')}",
+                        uid=m.group("uid"),
+                        devices=devices,
+                        evidence=Evidence(
+                            source=EvidenceSource.LOG,
+                            ref=f"log {where}{' (previous)' if log.previous else ''}:{number}",
+                            excerpt=line.strip()[:600],
+                        ),
+                    )
+                )
+    return out
 
 
 def _claims_on_node(snap: Snapshot, node: str) -> list[K8sObject]:
@@ -1724,6 +1816,33 @@ def _stale_reservation(walk: _Walk, pod_uid: str, pod: K8sObject | None, what: s
 # -- the walk --------------------------------------------------------------------------
 
 
+def _as_symptom(prepare: PhaseResult, unprepare: PhaseResult) -> PhaseResult:
+    """Prepare's failure, once traced to another claim's unfinished release, as a symptom.
+
+    DESIGN §2: the broken boundary is the other claim's unprepare; this claim's Prepare
+    failure stays visible (as a warning pointing there) but is not a second break.
+    """
+    causes = [
+        f
+        for f in unprepare.findings
+        if f.rule in CROSS_CLAIM_CAUSE_RULES and f.severity is Severity.ERROR
+    ]
+    if not causes or prepare.status is not PhaseStatus.BROKEN:
+        return prepare
+    culprit = dict(causes[0].identifiers).get("claim", "another claim")
+    findings = tuple(
+        replace(
+            f,
+            severity=Severity.WARNING,
+            detail=f"Symptom of {culprit}'s unfinished Unprepare (see unprepare): {f.detail}",
+        )
+        if f.severity is Severity.ERROR
+        else f
+        for f in prepare.findings
+    )
+    return replace(prepare, status=PhaseStatus.WARN, findings=findings)
+
+
 def _target(walk: _Walk) -> Target:
     return Target(
         kind="ResourceClaim",
@@ -1758,6 +1877,7 @@ def walk_claim(
     injection = phase_injection(walk, prepare)
     workload = phase_workload(walk, injection)
     unprepare = phase_unprepare(walk, prepare)
+    prepare = _as_symptom(prepare, unprepare)
     phases = (publication, selection, allocation, prepare, injection, workload, unprepare)
     assert tuple(p.phase for p in phases) == PHASE_ORDER
     target = _target(walk)

@@ -28,7 +28,7 @@ from dradiag.diagnosis.model import (
     VerdictStatus,
 )
 
-CROSS_CLAIM_CAUSE_RULES: frozenset[str] = frozenset({"DRA-UNPREP-LEAKED-BY-OTHER-CLAIM"})
+CROSS_CLAIM_CAUSE_RULES: frozenset[str] = frozenset({"DRA-UNPREP-LEAKED-STATE"})
 """Unprepare-phase rules that explain an *earlier* phase's failure of this claim."""
 
 _REACHED_WORDS = {

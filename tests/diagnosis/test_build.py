@@ -100,8 +100,8 @@ def test_stuck_container_creating_without_events_beyond_threshold(k8s):
     snap = k8s.snapshot(**objs)  # collected 12:00, scheduled 11:00: an hour of silence
     d = diagnose_claim(snap, "ml", "train-gpu")
     assert d.verdict.phase is Phase.PREPARE
-    assert d.verdict.rule == "DRA-PREP-STUCK"
-    detail = next(f.detail for p in d.phases for f in p.findings if f.rule == "DRA-PREP-STUCK")
+    assert d.verdict.rule == "DRA-PREP-STALLED"
+    detail = next(f.detail for p in d.phases for f in p.findings if f.rule == "DRA-PREP-STALLED")
     assert "59m" in detail or "1h" in detail
 
 
@@ -119,7 +119,7 @@ def test_threshold_and_now_are_options(k8s):
     objs["pods"][0] = k8s.pod(state="creating", scheduled_at="2026-05-01T11:58:00Z")
     snap = k8s.snapshot(**objs)
     short = WalkOptions(stuck_after=timedelta(seconds=30))
-    assert diagnose_claim(snap, "ml", "train-gpu", options=short).verdict.rule == "DRA-PREP-STUCK"
+    assert diagnose_claim(snap, "ml", "train-gpu", options=short).verdict.rule == "DRA-PREP-STALLED"
     early = WalkOptions(
         now=datetime(2026, 5, 1, 11, 58, 30, tzinfo=UTC), stuck_after=short.stuck_after
     )
@@ -141,7 +141,7 @@ def test_now_defaults_to_newest_timestamp_without_collection_time(k8s):
     )
     snap = k8s.snapshot(**objs, events=[late_event], collected_at=None)
     # Newest timestamp 11:30, 30 minutes after scheduling: stuck.
-    assert diagnose_claim(snap, "ml", "train-gpu").verdict.rule == "DRA-PREP-STUCK"
+    assert diagnose_claim(snap, "ml", "train-gpu").verdict.rule == "DRA-PREP-STALLED"
 
 
 def test_events_not_collected_make_a_waiting_pod_inconclusive(k8s):
@@ -328,7 +328,7 @@ def test_container_not_listing_claim_breaks_workload(k8s):
     objs["pods"][0] = k8s.pod(container_lists_claim=False)
     d = diagnose_claim(k8s.snapshot(**objs), "ml", "train-gpu")
     assert d.verdict.phase is Phase.WORKLOAD
-    assert d.verdict.rule == "DRA-WORK-CLAIM-NOT-IN-CONTAINERS"
+    assert d.verdict.rule == "DRA-WORK-CLAIM-NOT-REFERENCED"
     assert any(n.startswith("remediation:") for n in d.verdict.next)
 
 
@@ -348,7 +348,7 @@ def test_reservation_for_a_gone_pod_breaks_unprepare(k8s):
     objs["pods"] = [k8s.plugin_pod()]
     d = diagnose_claim(k8s.snapshot(**objs), "ml", "train-gpu")
     assert d.verdict.phase is Phase.UNPREPARE
-    assert d.verdict.rule == "DRA-UNPREP-STALE-RESERVATION"
+    assert d.verdict.rule == "DRA-UNPREP-RESERVED-FOR-GONE-POD"
 
 
 def test_pod_stuck_terminating_breaks_unprepare(k8s):
@@ -395,12 +395,47 @@ def test_prepare_blocked_by_another_claims_leftover_names_unprepare(k8s):
         events=[k8s.event("FailedPrepareDynamicResources", message, count=8)],
     )
     d = diagnose_claim(snap, "ml", "train-gpu")
-    assert statuses(d)[Phase.PREPARE] is PhaseStatus.BROKEN
+    # Prepare's failure stays visible, as a symptom pointing at the cause.
+    assert statuses(d)[Phase.PREPARE] is PhaseStatus.WARN
+    prepare = next(p for p in d.phases if p.phase is Phase.PREPARE)
+    assert prepare.findings[0].detail.startswith("Symptom of ml/old-job-gpu's unfinished Unprepare")
     assert d.verdict.phase is Phase.UNPREPARE
-    assert d.verdict.rule == "DRA-UNPREP-LEAKED-BY-OTHER-CLAIM"
+    assert d.verdict.rule == "DRA-UNPREP-LEAKED-STATE"
     assert "ml/old-job-gpu" in d.verdict.summary
     finding = next(f for p in d.phases for f in p.findings if f.rule == d.verdict.rule)
     assert ("claim UID", other_uid) in finding.identifiers
+
+
+def test_partially_prepared_gone_claim_in_plugin_log_is_the_cause(k8s):
+    gone_uid = "00aac82a-2a6f-5041-8403-30bd65547b48"
+    message = (
+        "Failed to prepare dynamic resources: prepare dynamic resources: NodePrepareResources "
+        "failed for ResourceClaim train-gpu: error preparing devices for claim "
+        f"ml/train-gpu:{k8s.CLAIM_UID}: prepare devices failed: error creating MIG device: "
+        "error creating GPU instance for 'gpu-2-mig-4g95gb-5-0': Insufficient Resources"
+    )
+    log = ContainerLog(
+        namespace="dra-driver-nvidia-gpu",
+        pod="dra-driver-nvidia-gpu-kubelet-plugin-x7k2q",
+        container="gpus",
+        text="I0402 07:40:00.316365       1 device_state.go:771] unprepare noop: preparation "
+        "started but not completed for claim ml/old-mig-claim:"
+        f"{gone_uid} (devices: [gpu-2-mig-4g95gb-5-0])\n",
+    )
+    snap = k8s.snapshot(
+        slices=[k8s.resource_slice(devices=[{"name": "gpu-2-mig-4g95gb-5-0"}])],
+        claims=[
+            k8s.claim(allocated=["gpu-2-mig-4g95gb-5-0"], reserved_for=[("train-0", k8s.POD_UID)])
+        ],
+        pods=[k8s.pod(state="creating"), k8s.plugin_pod()],
+        events=[k8s.event("FailedPrepareDynamicResources", message)],
+        logs=[log],
+    )
+    d = diagnose_claim(snap, "ml", "train-gpu")
+    assert (d.verdict.phase, d.verdict.rule) == (Phase.UNPREPARE, "DRA-UNPREP-LEAKED-STATE")
+    finding = next(f for p in d.phases for f in p.findings if f.rule == d.verdict.rule)
+    assert ("claim", "ml/old-mig-claim") in finding.identifiers
+    assert any(e.source.value == "log" and gone_uid in e.excerpt for e in finding.evidence)
 
 
 def test_pod_diagnosis_synthesizes_a_claim_not_created_yet(k8s):
@@ -420,7 +455,7 @@ def test_pod_diagnosis_synthesizes_a_claim_not_created_yet(k8s):
     assert d.target.synthesized
     assert d.target.name == "train-0-gpu-"
     assert d.verdict.phase is Phase.ALLOCATION
-    assert d.verdict.rule == "DRA-ALLOC-CLAIM-NOT-CREATED"
+    assert d.verdict.rule == "DRA-ALLOC-CLAIM-NOT-FOUND"
 
 
 def test_scan_lists_unhealthy_claims_and_nodes_sorted_by_phase(k8s):
