@@ -46,17 +46,6 @@ KNOWN_ENGINE_ISSUES: dict[str, str] = {
         "devices exist, and only the matchAttribute gpu.nvidia.com/parentUUID constraint makes "
         "the claim unsatisfiable (k8s-dra-semantics §3.5): DRA-ALLOC-CONSTRAINT-UNSATISFIABLE"
     ),
-    "unprep-leaked-mig-of-gone-claim-blocks-prepare": (
-        "DESIGN §2 join missing: the Prepare failure (Insufficient Resources on "
-        "gpu-2-mig-4g95gb-5-0) is not tied to the gone claim whose PrepareStarted entry on the "
-        "same device was no-op unprepared (DRA-UNPREP-STALE-PARTIAL-PREPARE is found but left "
-        "in a not-reached unprepare phase); verdict should be unprepare/DRA-UNPREP-LEAKED-STATE"
-    ),
-    "unprep-mig-in-use-pod-stuck-terminating": (
-        "verdict rule is the symptom DRA-UNPREP-POD-STUCK-TERMINATING although the phase also "
-        "holds the cause, DRA-UNPREP-MIG-IN-USE (plugin: error destroying GPU Instance: In use "
-        "by another client)"
-    ),
 }
 """Scenario name -> the engine or rule bug that makes it fail today (reported, not hidden).
 
