@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from dradiag.analyses.pools import Pool, quantity_nanos
@@ -55,8 +56,9 @@ class DeviceEntry:
     device: Mapping[str, Any]
     slice: K8sObject
     pool: Pool
+    ref: DeviceRef
     taints: tuple[Mapping[str, Any], ...] = ()
-    consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+    has_counters: bool = False
     per_device_node: bool = False
     allow_multiple: bool = False
     binding_conditions: tuple[str, ...] = ()
@@ -66,10 +68,33 @@ class DeviceEntry:
     cel: Any = field(default=None, repr=False)
     cel_error: str | None = field(default=None, repr=False)
     cel_ready: bool = field(default=False, repr=False)
+    _consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] | None = field(
+        default=None, repr=False
+    )
 
     @property
-    def ref(self) -> DeviceRef:
-        return (self.driver, self.pool_name, self.name)
+    def consumes(self) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+        """(counter set, ((counter, nano-units), ...)) per ``consumesCounters`` entry.
+
+        Parsed on first use: most devices of a fleet are never asked.
+        """
+        found = self._consumes
+        if found is None:
+            found = self._consumes = tuple(
+                (
+                    str(use.get("counterSet") or ""),
+                    tuple((str(k), _nanos(v)) for k, v in (use.get("counters") or {}).items()),
+                )
+                for use in self.device.get("consumesCounters") or []
+            )
+        return found
+
+    @property
+    def plain_capacity(self) -> bool:
+        """No request policy on any capacity: a dedicated device always fits (§3.10)."""
+        return not any(
+            isinstance(c, Mapping) and c.get("requestPolicy") for c in self.capacity.values()
+        )
 
     @property
     def device_id(self) -> str:
@@ -142,24 +167,22 @@ def device_entries(
     for slc in pool.slices if slices is None else slices:
         spec = slc.get("spec") or {}
         per_device = bool(spec.get("perDeviceNodeSelection"))
+        driver, pool_name = pool.driver, pool.name
         for dev in spec.get("devices") or []:
-            consumes = tuple(
-                (
-                    str(use.get("counterSet") or ""),
-                    tuple((str(k), _nanos(v)) for k, v in (use.get("counters") or {}).items()),
-                )
-                for use in dev.get("consumesCounters") or []
-            )
+            name = str(dev.get("name") or "")
             out.append(
                 DeviceEntry(
-                    driver=pool.driver,
-                    pool_name=pool.name,
-                    name=str(dev.get("name") or ""),
+                    driver=driver,
+                    pool_name=pool_name,
+                    name=name,
                     device=dev,
                     slice=slc,
                     pool=pool,
-                    taints=_taints_for(slc, dev, taint_rules),
-                    consumes=consumes,
+                    ref=(driver, pool_name, name),
+                    taints=_taints_for(slc, dev, taint_rules)
+                    if taint_rules or dev.get("taints")
+                    else (),
+                    has_counters=bool(dev.get("consumesCounters")),
                     per_device_node=per_device,
                     allow_multiple=bool(dev.get("allowMultipleAllocations")),
                     binding_conditions=tuple(dev.get("bindingConditions") or ()),
@@ -178,21 +201,100 @@ def _nanos(entry: Any) -> int:
         return 0
 
 
-def _conversion_error(dev: Mapping[str, Any], list_types: bool) -> str | None:
-    """The error the scheduler's CEL device conversion gives, or None.
+@lru_cache(maxsize=65536)
+def _bad_version(text: str) -> bool:
+    from dradiag.analyses.cel.semver import parse_semver
 
-    An attribute with no value field set, or (without DRAListTypeAttributes) a list
-    value, makes every selector on the device fail (k8s-dra-semantics §1.3).
+    try:
+        parse_semver(text)
+    except Exception:  # noqa: BLE001 - any parse failure is a conversion error
+        return True
+    return False
+
+
+@lru_cache(maxsize=65536)
+def _bad_quantity(text: str) -> bool:
+    try:
+        quantity_nanos(text)
+    except ValueError:
+        return True
+    return False
+
+
+def _conversion_error(dev: Mapping[str, Any], list_types: bool) -> str | bool | None:
+    """Whether converting the device for CEL fails (as the scheduler's does, on every
+    evaluation): a message, True (ask the CEL engine for its wording) or None.
+
+    An attribute with no value field set, or (without list support) a list value, makes
+    every selector on the device fail (k8s-dra-semantics §1.3); so do unparsable
+    versions and quantities.
     """
     for name, value in (dev.get("attributes") or {}).items():
         if not isinstance(value, Mapping):
             return f"attribute {name}: unsupported attribute value"
-        if any(k in value for k in _SCALAR_KEYS):
+        if "string" in value or "int" in value or "bool" in value:
             continue
-        if list_types and any(k in value for k in _LIST_KEYS):
+        if "version" in value:
+            if _bad_version(str(value["version"])):
+                return True
+            continue
+        if list_types and ("strings" in value or "ints" in value or "bools" in value):
+            continue
+        if list_types and "versions" in value:
+            if any(_bad_version(str(v)) for v in value["versions"] or ()):
+                return True
             continue
         return f"attribute {name}: unsupported attribute value"
+    for raw in (dev.get("capacity") or {}).values():
+        text = raw.get("value") if isinstance(raw, Mapping) else raw
+        if _bad_quantity(str(text)):
+            return True
     return None
+
+
+def _raw_key(value: Any) -> Any:
+    if value.__class__ is dict and len(value) == 1:
+        for k, v in value.items():
+            return (k, tuple(v) if v.__class__ is list else v)
+    if isinstance(value, Mapping):
+        return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(value.items()))
+    return value
+
+
+def _key_function(
+    compiled: CompiledSelector, allow_multiple: bool
+) -> Callable[[DeviceEntry], Any] | None:
+    """A memo key read straight from the raw device: the values the expression reads.
+
+    Raw values are at least as specific as the CEL values they convert to, so equal
+    keys mean equal results; it saves building the CEL view of devices whose answer is
+    already known. None when the expression's reads are not static.
+    """
+    if getattr(compiled, "_reads_whole_device", True):
+        return None
+    keys = sorted(compiled.read_keys, key=lambda k: (k[0], k[1] or "", k[2] or ""))
+    if any(d is None or n is None for _kind, d, n in keys):
+        return None
+    reads_driver = compiled.reads_driver
+    reads_amc = compiled.reads_allow_multiple_allocations
+    lookups = [(kind == "attribute", f"{d}/{n}", d, n) for kind, d, n in keys]
+
+    def key(entry: DeviceEntry) -> Any:
+        dev = entry.device
+        attrs = dev.get("attributes") or {}
+        caps = dev.get("capacity") or {}
+        parts: list[Any] = [entry.driver if reads_driver else None]
+        if reads_amc:
+            parts.append(bool(dev.get("allowMultipleAllocations")) and allow_multiple)
+        for is_attr, qualified, domain, name in lookups:
+            source = attrs if is_attr else caps
+            raw = source.get(qualified)
+            if raw is None and domain == entry.driver:
+                raw = source.get(name)
+            parts.append(_raw_key(raw))
+        return tuple(parts)
+
+    return key
 
 
 class SelectorEngine:
@@ -205,15 +307,13 @@ class SelectorEngine:
     def __init__(self, *, list_types: bool, allow_multiple: bool) -> None:
         self.list_types = list_types
         self.allow_multiple = allow_multiple
-        self._compiled: dict[str, Callable[[Any], bool] | Exception] = {}
+        self._compiled: dict[str, Any] = {}
+        self._keys: dict[str, Callable[[DeviceEntry], Any] | None] = {}
+        self._results: dict[tuple[str, Any], bool | str] = {}
         self.selectors: dict[str, CompiledSelector] = {}
 
-    def compile(self, expression: str) -> Callable[[Any], bool] | Exception:
-        """The memoized matcher, or the compile error (kept, so it is raised each time).
-
-        Memoized on the values the expression reads, so a fleet of identical devices
-        costs one evaluation (DESIGN §7).
-        """
+    def compile(self, expression: str) -> Any:
+        """The compiled selector, or the compile error (kept, so it is raised each time)."""
         found = self._compiled.get(expression)
         if found is None:
             from dradiag.analyses.cel import CelCompileError, compile_selector
@@ -221,27 +321,56 @@ class SelectorEngine:
             try:
                 compiled = compile_selector(expression)
                 self.selectors[expression] = compiled
-                found = compiled.memoized()
+                self._keys[expression] = _key_function(compiled, self.allow_multiple)
+                found = compiled
             except CelCompileError as exc:
                 found = exc
             self._compiled[expression] = found
         return found
 
-    def _cel_device(self, entry: DeviceEntry) -> Any:
+    def _device_error(self, entry: DeviceEntry) -> str | None:
         if not entry.cel_ready:
             entry.cel_ready = True
-            entry.cel_error = _conversion_error(entry.device, self.list_types)
-            if entry.cel_error is None:
-                from dradiag.analyses.cel import cel_device
+            problem = _conversion_error(entry.device, self.list_types)
+            if problem is True:
+                self._cel_device(entry)
+                entry.cel_error = getattr(entry.cel, "error", None) or "unsupported device"
+            elif isinstance(problem, str):
+                entry.cel_error = problem
+        return entry.cel_error
 
-                dev = entry.device
-                if not self.allow_multiple and dev.get("allowMultipleAllocations"):
-                    dev = {k: v for k, v in dev.items() if k != "allowMultipleAllocations"}
-                try:
-                    entry.cel = cel_device(entry.driver, dev)
-                except Exception as exc:  # noqa: BLE001 - a conversion error aborts like CEL's
-                    entry.cel_error = str(exc)
+    def _cel_device(self, entry: DeviceEntry) -> Any:
+        if entry.cel is None:
+            from dradiag.analyses.cel import cel_device
+
+            dev = entry.device
+            if not self.allow_multiple and dev.get("allowMultipleAllocations"):
+                dev = {k: v for k, v in dev.items() if k != "allowMultipleAllocations"}
+            entry.cel = cel_device(entry.driver, dev)
         return entry.cel
+
+    def _evaluate(
+        self, expression: str, compiled: CompiledSelector, entry: DeviceEntry
+    ) -> bool | str:
+        key_fn = self._keys.get(expression)
+        key = (expression, key_fn(entry)) if key_fn is not None else None
+        if key is not None:
+            found = self._results.get(key)
+            if found is not None:
+                return found
+        result: bool | str
+        try:
+            value = compiled.matches(self._cel_device(entry))
+            result = (
+                value
+                if value is True or value is False
+                else f"CEL result of type {type(value).__name__} could not be converted to bool"
+            )
+        except Exception as exc:  # CelRuntimeError, or anything the engine raises
+            result = str(getattr(exc, "message", None) or exc)
+        if key is not None:
+            self._results[key] = result
+        return result
 
     def matches(
         self, selectors: Sequence[Mapping[str, Any]], entry: DeviceEntry, *, owner: str
@@ -260,33 +389,24 @@ class SelectorEngine:
                     selector=str(i),
                     expression=expression,
                 )
-            cel_dev = self._cel_device(entry)
-            if entry.cel_error is not None:
-                raise AllocatorError(
-                    f"{owner}: selector #{i} on device {entry.device_id}: CEL runtime error: "
-                    f"{entry.cel_error}",
-                    kind="cel-runtime",
-                    selector=str(i),
-                    expression=expression,
-                    device=entry.device_id,
+            error = self._device_error(entry)
+            if error is None:
+                outcome = self._evaluate(expression, compiled, entry)
+                if outcome is True:
+                    continue
+                if outcome is False:
+                    return False
+                error = outcome
+            if "no such key:" in error:
+                error += (
+                    ". consider using CEL optional chaining (.? followed by orValue()) "
+                    "or guarding the check with has() for optional fields"
                 )
-            try:
-                ok = compiled(cel_dev)
-            except Exception as exc:  # CelRuntimeError, or anything the engine raises
-                message = getattr(exc, "message", None) or str(exc)
-                if "no such key:" in message:
-                    message += (
-                        ". consider using CEL optional chaining (.? followed by orValue()) "
-                        "or guarding the check with has() for optional fields"
-                    )
-                raise AllocatorError(
-                    f"{owner}: selector #{i} on device {entry.device_id}: CEL runtime error: "
-                    f"{message}",
-                    kind="cel-runtime",
-                    selector=str(i),
-                    expression=expression,
-                    device=entry.device_id,
-                ) from None
-            if not ok:
-                return False
+            raise AllocatorError(
+                f"{owner}: selector #{i} on device {entry.device_id}: CEL runtime error: {error}",
+                kind="cel-runtime",
+                selector=str(i),
+                expression=expression,
+                device=entry.device_id,
+            )
         return True

@@ -54,6 +54,8 @@ class CounterState:
         self.available: dict[str, dict[str, dict[str, int]]] = {}
         self.consumed: dict[str, dict[str, dict[str, int]]] = {}
         self.holders: dict[str, dict[str, dict[str, list[DeviceRef]]]] = {}
+        self.overcommitted: set[str] = set()
+        """Scopes where allocated devices already consume more than a counter holds."""
         """pool → counter set → counter → allocated devices consuming it (for explanations)."""
 
     @staticmethod
@@ -81,7 +83,7 @@ class CounterState:
         available = {name: dict(counters) for name, counters in sets.items()}
         holders: dict[str, dict[str, list[DeviceRef]]] = {}
         for entry in members:
-            if not entry.consumes or not self._is_allocated(entry.ref):
+            if not entry.has_counters or not self._is_allocated(entry.ref):
                 continue
             for set_name, counters in entry.consumes:
                 have = available.get(set_name)
@@ -93,23 +95,42 @@ class CounterState:
                         holders.setdefault(set_name, {}).setdefault(counter, []).append(entry.ref)
         self.available[key] = available
         self.holders[key] = holders
+        if any(left < 0 for counters in available.values() for left in counters.values()):
+            self.overcommitted.add(key)
         return available
 
     def check_and_consume(self, entry: DeviceEntry) -> bool:
-        """``checkAvailableCounters``: consume the device's counters if they all fit."""
+        """``checkAvailableCounters``: consume the device's counters if they all fit.
+
+        Upstream re-checks every counter of the pool after adding the device; only the
+        device's own counters can newly go short, and an already over-committed counter
+        fails every device (negative balances count as none available), so checking
+        those two is equivalent.
+        """
         available = self.available_for(entry)
-        consumed = self.consumed.setdefault(self.scope(entry), {})
+        key = self.scope(entry)
+        consumed = self.consumed.setdefault(key, {})
         for set_name, counters in entry.consumes:
             used = consumed.setdefault(set_name, {})
             for counter, value in counters:
                 used[counter] = used.get(counter, 0) + value
-        for set_name, counters_left in available.items():
-            used_now = consumed.get(set_name)
-            for counter, left in counters_left.items():
-                if left < (used_now.get(counter, 0) if used_now else 0):
-                    self.release(entry)
-                    return False
-        return True
+        fits = key not in self.overcommitted
+        if fits:
+            for set_name, counters in entry.consumes:
+                have = available.get(set_name)
+                if have is None:
+                    continue
+                used = consumed[set_name]
+                for counter, _value in counters:
+                    left = have.get(counter)
+                    if left is not None and left < used[counter]:
+                        fits = False
+                        break
+                if not fits:
+                    break
+        if not fits:
+            self.release(entry)
+        return fits
 
     def release(self, entry: DeviceEntry) -> None:
         """Give back what :meth:`check_and_consume` took for ``entry``."""

@@ -30,6 +30,7 @@ from dradiag.analyses.allocation.search import (
     claim_label,
 )
 from dradiag.analyses.allocation.taints import blocking_taints
+from dradiag.analyses.pools import Pool
 from dradiag.diagnosis.model import Evidence, EvidenceSource, Finding, Phase, Severity
 from dradiag.snapshot.model import K8sObject, Snapshot, name_of, namespace_of
 
@@ -205,9 +206,16 @@ def request_funnel(
         if not ok:
             removed.append(_short(entry, "request selectors false"))
             continue
-        if entry.per_device_node and not allocator.is_selectable(data, entry):
-            removed.append(_short(entry, "device not available on this node"))
-            continue
+        if entry.per_device_node:
+            try:
+                here = allocator.is_selectable(data, entry)
+            except AllocatorError as exc:
+                errors.append(exc.message)
+                removed.append(_short(entry, "node selection error"))
+                continue
+            if not here:
+                removed.append(_short(entry, "device not available on this node"))
+                continue
         if features.consumable_capacity:
             fits = allocator._capacity_ok(data, entry)
             if not fits:
@@ -234,10 +242,10 @@ def request_funnel(
     counter_names: Counter[str] = Counter()
     current, kept, removed = kept, [], []
     for entry in current:
-        if entry.consumes and not features.partitionable_devices:
+        if entry.has_counters and not features.partitionable_devices:
             removed.append(_short(entry, "consumes counters (DRAPartitionableDevices off)"))
             continue
-        if entry.consumes and not allocator.counters.fits_now(entry):
+        if entry.has_counters and not allocator.counters.fits_now(entry):
             short = allocator.counters.short_counters(entry)
             claims: set[str] = set()
             for set_name, counter, refs in short:
@@ -489,14 +497,58 @@ def _claim_keys(claims: Sequence[K8sObject]) -> set[tuple[str, str]]:
     return {(namespace_of(c), name_of(c)) for c in claims}
 
 
+def _proves_infeasible(allocator: Allocator, funnels: Sequence[RequestFunnel]) -> bool:
+    """Whether the funnels alone prove that the search finds nothing, and meets no error.
+
+    Every funnel stage is a necessary condition that the search can only tighten
+    (in-attempt picks add to what is in use and to counters consumed), and the funnel
+    evaluates a superset of the (device, selector) pairs the search would. Excluded:
+    selector errors seen, ``All`` requests (a constraint failure there is an error),
+    distinctAttribute and list-valued matchAttribute (not a partition by value), and
+    ≤1.34 invalid pools (meeting one in the search is an error).
+    """
+    if any(f.errors for f in funnels):
+        return False
+    if any(isinstance(item, Pool) for item in allocator.flat):
+        return False
+    by_request: dict[tuple[int, int], list[RequestFunnel]] = {}
+    keys = sorted(allocator.request_data)
+    for key, funnel in zip(keys, funnels, strict=True):
+        by_request.setdefault(key[:2], []).append(funnel)
+    for (ci, ri), members in by_request.items():
+        if not all(f.blocking for f in members):
+            continue
+        usable = True
+        for si, funnel in enumerate(members):
+            data = allocator.request_data[(ci, ri, si)]
+            if data.mode == "All":
+                usable = False
+            elif funnel.blocking == "constraints" and (
+                allocator.features.list_type_attributes
+                or any(isinstance(c, DistinctAttribute) for c in allocator.constraints[ci])
+            ):
+                usable = False
+        if usable:
+            return True
+    return False
+
+
 def _run_on_node(
     context: AllocationContext, claims: Sequence[K8sObject], node: str, *, explain: bool
 ) -> Simulation:
     features = context.features
     allocator = Allocator(context, node, claims)
     sim = Simulation(node=node, outcome="unschedulable", features=features)
+    results = None
     try:
-        results = allocator.run()
+        allocator.gather()
+        allocator.validate()
+        funnels: list[RequestFunnel] = []
+        infeasible = False
+        if explain:
+            funnels = _explain(allocator)
+            infeasible = _proves_infeasible(allocator, funnels)
+        results = allocator.search(known_infeasible=infeasible)
     except AllocatorError as exc:
         sim.outcome = "error"
         sim.error = exc.message
@@ -515,7 +567,7 @@ def _run_on_node(
     elif sim.outcome == "unschedulable":
         sim.error = "cannot allocate all claims"
         sim.scheduler_status = "UnschedulableAndUnresolvable"
-    if sim.outcome == "unschedulable" and context.leak_counters and features.partitionable_devices:
+    if sim.outcome == "unschedulable" and allocator.leaked:
         fixed = Allocator(context, node, claims)
         fixed.leak_counters = False
         try:
@@ -530,7 +582,7 @@ def _run_on_node(
         except AllocatorError:
             pass
     if explain and results is None and allocator.validated:
-        sim.explanation = _explain(allocator)
+        sim.explanation = funnels if funnels else _explain(allocator)
         if sim.outcome == "unschedulable" and not any(f.blocking for f in sim.explanation):
             sim.combination = True
     sim.notes.append(ORDER_NOTE)

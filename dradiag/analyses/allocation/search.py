@@ -245,7 +245,7 @@ class Allocator:
         self.request_data: dict[tuple[int, int, int], RequestData] = {}
         self.selected_sub: dict[tuple[int, int], int] = {}
         self.constraints: list[list[Constraint]] = []
-        self.match_cache: dict[tuple[int, int, int, int], bool] = {}
+        self.match_cache: dict[tuple[int, int, int, DeviceRef], bool] = {}
         self.allocating: dict[DeviceRef, set[int]] = {}
         self.allocating_capacity: dict[DeviceRef, dict[str, int]] = {}
         self.results: list[list[_Picked]] = [[] for _ in self.claims]
@@ -253,6 +253,8 @@ class Allocator:
         self.steps = 0
         self.validated = False
         self.leak_counters = context.leak_counters
+        self.leaked = False
+        """Whether the search hit the pre-1.37 counter leak at least once."""
         self._other_entries: dict[int, list[DeviceEntry]] = {}
 
     # -- setup ------------------------------------------------------------------------
@@ -466,7 +468,7 @@ class Allocator:
         """Class selectors, request selectors, per-device node selection (cached)."""
         if entry.binding_conditions and not self.features.binding_conditions:
             return False
-        key = (data.claim_index, data.request_index, data.sub_index, id(entry))
+        key = (data.claim_index, data.request_index, data.sub_index, entry.ref)
         cached = self.match_cache.get(key)
         if cached is not None:
             return cached
@@ -494,6 +496,15 @@ class Allocator:
         return ok
 
     def _capacity_ok(self, data: RequestData, entry: DeviceEntry) -> bool:
+        if (
+            not entry.allow_multiple
+            and data.capacity is None
+            and entry.ref not in self.ctx.allocated.capacity
+            and entry.ref not in self.allocating_capacity
+            and entry.plain_capacity
+        ):
+            # A dedicated device with no request policy consumes its whole capacity: fits.
+            return True
         fits = capacity_fits(
             entry,
             data.capacity,
@@ -519,23 +530,33 @@ class Allocator:
             return None
         if not data.admin_access and self.device_in_use(entry.ref):
             return None
-        if not features.partitionable_devices and entry.consumes:
+        if not features.partitionable_devices and entry.has_counters:
             return None
         skip_counters = allow_multiple and self._capacity_in_use(entry.ref)
-        if not skip_counters and entry.consumes and not self.counters.check_and_consume(entry):
+        if not skip_counters and entry.has_counters and not self.counters.check_and_consume(entry):
             return None
         base = data.parent or data.name
         sub = data.name if data.parent else ""
-        counted = not skip_counters and bool(entry.consumes)
-        if features.device_taints and blocking_taints(entry.taints, data.tolerations):
-            if counted and not self.leak_counters:
-                self.counters.release(entry)
+        counted = not skip_counters and entry.has_counters
+        if (
+            features.device_taints
+            and entry.taints
+            and blocking_taints(entry.taints, data.tolerations)
+        ):
+            if counted:
+                if self.leak_counters:
+                    self.leaked = True
+                else:
+                    self.counters.release(entry)
             return None
         constraints = self.constraints[ci]
         for i, constraint in enumerate(constraints):
             if not constraint.add(base, sub, entry):
-                if counted and not self.leak_counters:
-                    self.counters.release(entry)
+                if counted:
+                    if self.leak_counters:
+                        self.leaked = True
+                    else:
+                        self.counters.release(entry)
                 if must:
                     raise AllocatorError(
                         f"claim {claim_label(self.claims[ci])}, request {data.name}: cannot add "
@@ -568,15 +589,18 @@ class Allocator:
                 constraint.remove(base, sub, entry)
             self.allocating.get(entry.ref, set()).discard(ci)
             if allow_multiple:
-                if counted and not self.leak_counters:
-                    self.counters.release(entry)
+                if counted:
+                    if self.leak_counters:
+                        self.leaked = True
+                    else:
+                        self.counters.release(entry)
                 if picked.consumed:
                     agg = self.allocating_capacity.get(entry.ref, {})
                     for name, (nanos, _text) in picked.consumed.items():
                         agg[name] = agg.get(name, 0) - nanos
                     if not any(agg.values()):
                         self.allocating_capacity.pop(entry.ref, None)
-            elif features.partitionable_devices and entry.consumes:
+            elif features.partitionable_devices and entry.has_counters:
                 self.counters.release(entry)
             del self.results[ci][position:]
 
@@ -639,6 +663,7 @@ class Allocator:
         allocated = self.ctx.allocated.devices
         allocating = self.allocating
         flat = self.flat
+        capacity_check = features.consumable_capacity
         for position in range(start, len(flat)):
             item = flat[position]
             if isinstance(item, Pool):
@@ -655,7 +680,7 @@ class Allocator:
                 continue
             if not self.is_selectable(data, entry):
                 continue
-            if features.consumable_capacity and not self._capacity_ok(data, entry):
+            if capacity_check and not self._capacity_ok(data, entry):
                 continue
             undo = self.allocate_device(data, entry, False)
             if undo is None:
@@ -678,10 +703,20 @@ class Allocator:
         """
         self.gather()
         self.validate()
-        try:
-            done = self.allocate_one(0, 0, 0, 0, False, 0)
-        except _MaxSizeExceeded:
-            done = False
+        return self.search()
+
+    def search(self, *, known_infeasible: bool = False) -> list[dict[str, Any]] | None:
+        """The search proper (after :meth:`gather` and :meth:`validate`).
+
+        ``known_infeasible`` skips it when the caller has proved no solution exists
+        without any error the search could meet (see ``explain.py``).
+        """
+        done = False
+        if not known_infeasible:
+            try:
+                done = self.allocate_one(0, 0, 0, 0, False, 0)
+            except _MaxSizeExceeded:
+                done = False
         if not done:
             if not self.features.legacy_pools and any(p.invalid for p in self.pools):
                 raise invalid_pools_error()

@@ -1,0 +1,227 @@
+"""Device inventory: per node, per device type and MIG profile, what is published, allocated and free.
+
+Counts come from the pools the allocator would see from each node (``pools.PoolIndex``:
+newest generation, complete and valid pools only; problem pools are listed apart), so
+"free" means what the scheduler could hand out. For partitionable devices (DynamicMIG)
+a free partition may still not fit: ``fits`` says how many more of each profile the
+remaining counters allow, packing free placements in the allocator's order. Devices
+with a NoSchedule/NoExecute taint are counted and named as unhealthy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dradiag.analyses.allocation.candidates import DeviceEntry, device_entries
+from dradiag.analyses.allocation.counters import CounterState
+from dradiag.analyses.allocation.features import FeatureGates
+from dradiag.analyses.allocation.search import AllocatedState
+from dradiag.analyses.allocation.taints import BLOCKING_EFFECTS
+from dradiag.analyses.pools import Pool, PoolIndex, pool_problems
+from dradiag.snapshot.model import Snapshot
+
+__all__ = ["DeviceGroup", "Inventory", "NodeInventory", "build_inventory"]
+
+SCHEMA_VERSION = "dradiag.inventory/v1"
+
+
+@dataclass(slots=True, kw_only=True)
+class DeviceGroup:
+    """Devices of one driver, type, MIG profile and product on one node."""
+
+    driver: str
+    type: str
+    profile: str | None
+    product: str | None
+    published: int = 0
+    allocated: int = 0
+    tainted: int = 0
+    fits: int | None = None
+    """Partitionable devices only: how many more can be allocated given the counters."""
+    holders: dict[str, list[str]] = field(default_factory=dict)
+    """Claim (``ns/name``) → devices of this group it holds."""
+
+    @property
+    def free(self) -> int:
+        return self.published - self.allocated
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "driver": self.driver,
+            "type": self.type,
+            "profile": self.profile,
+            "product": self.product,
+            "published": self.published,
+            "allocated": self.allocated,
+            "free": self.free,
+            "tainted": self.tainted,
+        }
+        if self.fits is not None:
+            out["fits"] = self.fits
+        out["allocatedTo"] = [
+            {"claim": claim, "devices": sorted(devices)}
+            for claim, devices in sorted(self.holders.items())
+        ]
+        return out
+
+
+@dataclass(slots=True, kw_only=True)
+class NodeInventory:
+    node: str
+    groups: list[DeviceGroup] = field(default_factory=list)
+    tainted: list[dict[str, Any]] = field(default_factory=list)
+    pools: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "devices": [g.to_dict() for g in self.groups],
+            "unhealthy": self.tainted,
+            "pools": self.pools,
+        }
+
+
+@dataclass(slots=True, kw_only=True)
+class Inventory:
+    nodes: list[NodeInventory]
+    problems: list[dict[str, Any]]
+    features: FeatureGates
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schemaVersion": SCHEMA_VERSION,
+            "nodes": [n.to_dict() for n in self.nodes],
+            "poolProblems": self.problems,
+            "allocator": self.features.to_dict(),
+        }
+
+
+def _kind(entry: DeviceEntry) -> tuple[str, str, str | None, str | None]:
+    attrs = entry.attributes
+    kind = attrs.get("type")
+    profile = attrs.get("profile")
+    product = attrs.get("productName")
+    return (
+        entry.driver,
+        str(kind.get("string")) if isinstance(kind, dict) else "device",
+        str(profile.get("string")) if isinstance(profile, dict) else None,
+        str(product.get("string")) if isinstance(product, dict) else None,
+    )
+
+
+def _fits(counters: CounterState, free: Sequence[DeviceEntry]) -> int:
+    """How many of ``free`` can be allocated together (first-fit, allocator order)."""
+    left: dict[str, dict[str, dict[str, int]]] = {}
+    count = 0
+    for entry in free:
+        scope = counters.scope(entry)
+        have = left.get(scope)
+        if have is None:
+            have = {k: dict(v) for k, v in counters.available_for(entry).items()}
+            left[scope] = have
+        ok = all(
+            have.get(set_name, {}).get(counter, 0) >= value
+            for set_name, consumed in entry.consumes
+            for counter, value in consumed
+        )
+        if ok:
+            for set_name, consumed in entry.consumes:
+                for counter, value in consumed:
+                    have[set_name][counter] -= value
+            count += 1
+    return count
+
+
+def build_inventory(
+    snapshot: Snapshot,
+    *,
+    nodes: Sequence[str] | None = None,
+    features: FeatureGates | None = None,
+) -> Inventory:
+    """The inventory of ``nodes`` (default: every node the snapshot names)."""
+    gates = features or FeatureGates.for_version(snapshot.source.server_version)
+    index = PoolIndex.from_snapshot(
+        snapshot, partitionable=gates.partitionable_devices, legacy=gates.legacy_pools
+    )
+    allocated = AllocatedState.from_claims(snapshot.claims)
+    rules = tuple(snapshot.taint_rules) if gates.device_taint_rules else ()
+    # Keyed by id(pool); the pool is kept in the value so the id stays unique.
+    entries_by_pool: dict[int, tuple[Pool, list[DeviceEntry]]] = {}
+
+    def pool_devices(pool: Pool) -> list[DeviceEntry]:
+        found = entries_by_pool.get(id(pool))
+        if found is None:
+            entries = device_entries(pool, taint_rules=rules) + device_entries(
+                pool, slices=pool.other_slices
+            )
+            found = entries_by_pool[id(pool)] = (pool, entries)
+        return found[1]
+
+    out: list[NodeInventory] = []
+    for node_name in nodes if nodes is not None else snapshot.node_names():
+        node = snapshot.node(node_name) or {"metadata": {"name": node_name}}
+        pools = index.gather(node)
+        counters = CounterState(allocated.is_allocated, pool_devices)
+        inv = NodeInventory(node=node_name)
+        groups: dict[tuple[str, str, str | None, str | None], DeviceGroup] = {}
+        free_partitions: dict[tuple[str, str, str | None, str | None], list[DeviceEntry]] = {}
+        for pool in pools:
+            state = "invalid" if pool.invalid else "incomplete" if pool.incomplete else "ok"
+            inv.pools.append({"driver": pool.driver, "pool": pool.name, "state": state})
+            if pool.invalid or (pool.incomplete and not gates.legacy_pools):
+                continue
+            own = {id(s) for s in pool.slices}
+            for entry in pool_devices(pool):
+                if id(entry.slice) not in own:
+                    continue
+                key = _kind(entry)
+                group = groups.get(key)
+                if group is None:
+                    group = groups[key] = DeviceGroup(
+                        driver=key[0], type=key[1], profile=key[2], product=key[3]
+                    )
+                group.published += 1
+                ref = entry.ref
+                if allocated.is_allocated(ref):
+                    group.allocated += 1
+                    for claim in allocated.holders.get(ref, ()):
+                        group.holders.setdefault(claim, []).append(entry.name)
+                elif entry.has_counters and gates.partitionable_devices:
+                    free_partitions.setdefault(key, []).append(entry)
+                blocking = [t for t in entry.taints if t.get("effect") in BLOCKING_EFFECTS]
+                if blocking:
+                    group.tainted += 1
+                    inv.tainted.append(
+                        {
+                            "device": entry.name,
+                            "pool": entry.pool_name,
+                            "driver": entry.driver,
+                            "taints": [
+                                f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}"
+                                for t in blocking
+                            ],
+                        }
+                    )
+                if entry.has_counters and gates.partitionable_devices and group.fits is None:
+                    group.fits = 0
+        for key, free in free_partitions.items():
+            groups[key].fits = _fits(counters, free)
+        inv.groups = sorted(
+            groups.values(),
+            key=lambda g: (g.driver, g.type, g.product or "", g.profile or ""),
+        )
+        out.append(inv)
+    problems = [
+        {
+            "driver": p.driver,
+            "pool": p.pool,
+            "kind": p.kind,
+            "reason": p.reason,
+            "generation": p.generation,
+            "nodes": list(p.nodes),
+        }
+        for p in pool_problems(snapshot, partitionable=gates.partitionable_devices)
+    ]
+    return Inventory(nodes=out, problems=problems, features=gates)
