@@ -267,12 +267,14 @@ class Collector:
         discovery: Discovery,
         *,
         progress: Progress | None = None,
-        max_workers: int = MAX_WORKERS,
+        max_workers: int | None = None,
     ) -> None:
         self.reader = reader
         self.discovery = discovery
         self.progress = progress
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dradiag-read")
+        self._pool = ThreadPoolExecutor(
+            max_workers=max_workers or MAX_WORKERS, thread_name_prefix="dradiag-read"
+        )
         self.objects: dict[Kind, dict[tuple[str, str], dict[str, Any]]] = {
             k: {} for k in Kind if k is not Kind.LOG
         }
