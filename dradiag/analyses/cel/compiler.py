@@ -136,47 +136,54 @@ class CompiledSelector:
             return None, str(exc)
 
     def memoized(self) -> Callable[[CelDevice], bool]:
-        """A ``device -> bool`` that evaluates once per distinct tuple of the values read."""
+        """A ``device -> bool`` that evaluates once per distinct tuple of the values read.
+
+        The key extraction is generated source too, so a cache hit costs about as much as
+        a cheap evaluation; ``.cache`` on the returned function exposes the cache.
+        """
         cache: dict[Any, Any] = {}
-        fn = self._fn
         whole = self._reads_whole_device or any(d is None or n is None for _, d, n in self.read_keys)
-        keys = sorted(self.read_keys, key=lambda k: (k[0], k[1] or "", k[2] or ""))
-        attr_keys = [(d, n) for kind, d, n in keys if kind == "attribute"]
-        cap_keys = [(d, n) for kind, d, n in keys if kind == "capacity"]
-        reads_driver = self.reads_driver
-        reads_amc = self.reads_allow_multiple_allocations
-
-        def key_of(device: CelDevice) -> Any:
-            if whole:
-                return _fingerprint(device)
-            parts: list[Any] = []
-            if reads_driver:
-                parts.append(device.driver)
-            if reads_amc:
-                parts.append(device.allow_multiple_allocations)
-            attrs = device.attributes
-            for d, n in attr_keys:
-                parts.append(_tagged(attrs[d].get(n, MISSING)))  # type: ignore[index]
-            caps = device.capacity
-            for d, n in cap_keys:
-                parts.append(_tagged(caps[d].get(n, MISSING)))  # type: ignore[index]
-            return tuple(parts)
-
-        def evaluate(device: CelDevice) -> bool:
-            if device.error is not None:
-                raise CelRuntimeError(device.error)
-            key = key_of(device)
-            hit = cache.get(key, MISSING)
-            if hit is MISSING:
-                try:
-                    hit = fn(device, _EMPTY_VARS)
-                except CelRuntimeError as exc:
-                    hit = exc
-                cache[key] = hit
-            if hit is True or hit is False:
-                return hit  # type: ignore[no-any-return]
-            raise hit  # type: ignore[misc]
-
+        lines = [
+            "def _memo(device, _cache=_cache, _fn=_fn, _M=_M, _RtErr=_RtErr, _tag=_tag, _fp=_fp):",
+            "    if device.error is not None: raise _RtErr(device.error)",
+        ]
+        if whole:
+            lines.append("    _key = _fp(device)")
+        else:
+            parts: list[str] = []
+            if self.reads_driver:
+                parts.append("device.driver")
+            if self.reads_allow_multiple_allocations:
+                parts.append("device.allow_multiple_allocations")
+            keys = sorted(self.read_keys, key=lambda k: (k[0], k[1] or "", k[2] or ""))
+            for i, (kind, domain, name) in enumerate(keys):
+                field = "attributes" if kind == "attribute" else "capacity"
+                lines.append(f"    _v{i} = device.{field}[{domain!r}].get({name!r}, _M)")
+                # 1, 1.0 and True hash alike in Python; CEL tells them apart.
+                parts.append(f"(_v{i} if _v{i}.__class__ is not tuple else _tag(_v{i}))")
+                parts.append(f"_v{i}.__class__")
+            lines.append(f"    _key = ({', '.join(parts)}{',' if len(parts) == 1 else ''})")
+        lines += [
+            "    _hit = _cache.get(_key, _M)",
+            "    if _hit is _M:",
+            "        try:",
+            "            _hit = _fn(device)",
+            "        except _RtErr as _x:",
+            "            _hit = _x",
+            "        _cache[_key] = _hit",
+            "    if _hit is True or _hit is False: return _hit",
+            "    raise _hit",
+        ]
+        namespace: dict[str, Any] = {
+            "_cache": cache,
+            "_fn": self._fn,
+            "_M": MISSING,
+            "_RtErr": CelRuntimeError,
+            "_tag": _tagged,
+            "_fp": _fingerprint,
+        }
+        exec(compile("\n".join(lines) + "\n", f"<cel memo {self.expression[:60]!r}>", "exec"), namespace)  # noqa: S102
+        evaluate: Callable[[CelDevice], bool] = namespace["_memo"]
         evaluate.cache = cache  # type: ignore[attr-defined]
         return evaluate
 
