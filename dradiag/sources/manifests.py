@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -259,7 +259,7 @@ def _iter_files(root: Path) -> Iterator[Path]:
             yield path
 
 
-def _read_path(path_arg: str, stdin: Any = None) -> _Loaded:
+def _read_path(path_arg: str, stdin: Any = None, exclude: Collection[str] = ()) -> _Loaded:
     docs: list[Document] = []
     logs: list[ContainerLog] = []
     empty: set[Kind] = set()
@@ -278,6 +278,8 @@ def _read_path(path_arg: str, stdin: Any = None) -> _Loaded:
         found, empty = read_documents(_read_bytes(root), str(root))
         return _Loaded(found, [], empty, None)
     for path in _iter_files(root):
+        if path.name in exclude:
+            continue
         if path.name == COLLECTION_FILE and path.parent == root:
             collection = _read_collection(path)
         elif path.suffix in MANIFEST_SUFFIXES:
@@ -416,18 +418,26 @@ def _source_from_record(record: Mapping[str, Any], location: str | None) -> Sour
     )
 
 
-def load_snapshot(path: str, *, stdin: Any = None) -> Snapshot:
+def load_snapshot(
+    path: str,
+    *,
+    stdin: Any = None,
+    exclude: Collection[str] = (),
+    location: str | None = None,
+) -> Snapshot:
     """Read ``--from PATH`` (file, directory or ``-``) into a Snapshot.
 
+    ``exclude`` names files to pass over in a directory (a sample's or a test
+    scenario's own description files); ``location`` labels the source in output.
     Raises InputError for unreadable or malformed input, or when nothing usable remains.
     """
-    loaded = _read_path(path, stdin)
+    loaded = _read_path(path, stdin, exclude)
     return snapshot_from_documents(
         loaded.documents,
         logs=loaded.logs,
         empty_kinds=loaded.empty_list_kinds,
         collection=loaded.collection,
-        location=path,
+        location=location or path,
     )
 
 
