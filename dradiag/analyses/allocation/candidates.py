@@ -194,7 +194,12 @@ def device_entries(
 
 
 def _nanos(entry: Any) -> int:
-    raw = entry.get("value") if isinstance(entry, Mapping) else entry
+    raw = entry.get("value") if entry.__class__ is dict or isinstance(entry, Mapping) else entry
+    if raw.__class__ is str:
+        try:
+            return quantity_nanos(raw)
+        except ValueError:
+            return 0
     try:
         return quantity_nanos(str(raw if raw is not None else "0"))
     except ValueError:
@@ -230,7 +235,7 @@ def _conversion_error(dev: Mapping[str, Any], list_types: bool) -> str | bool | 
     versions and quantities.
     """
     for name, value in (dev.get("attributes") or {}).items():
-        if not isinstance(value, Mapping):
+        if value.__class__ is not dict and not isinstance(value, Mapping):
             return f"attribute {name}: unsupported attribute value"
         if "string" in value or "int" in value or "bool" in value:
             continue
@@ -246,7 +251,7 @@ def _conversion_error(dev: Mapping[str, Any], list_types: bool) -> str | bool | 
             continue
         return f"attribute {name}: unsupported attribute value"
     for raw in (dev.get("capacity") or {}).values():
-        text = raw.get("value") if isinstance(raw, Mapping) else raw
+        text = raw.get("value") if raw.__class__ is dict or isinstance(raw, Mapping) else raw
         if _bad_quantity(str(text)):
             return True
     return None
