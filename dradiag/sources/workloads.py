@@ -408,6 +408,7 @@ class _PendingWorkload:
     location: SourceLocation
     namespace: str
     specs: list[tuple[str, Mapping[str, Any]]]
+    namespaced: bool = True
 
 
 def _resolve_use(
@@ -418,6 +419,7 @@ def _resolve_use(
     claims: Mapping[tuple[str, str, str], ClaimManifest],
     snapshot: Snapshot | None,
     cluster: dict[tuple[str, str, str], ClaimManifest],
+    any_namespace: bool = False,
 ) -> PodClaimUse:
     # Pre-1.31 pods nest the reference under `source:`.
     source = _mapping(ref.get("source"))
@@ -440,6 +442,12 @@ def _resolve_use(
         )
     key = (kind, namespace, name)
     found = claims.get(key) or cluster.get(key)
+    if found is None and any_namespace:
+        # A cluster-scoped object (e.g. a ClusterTrainingRuntime) has its pods created in
+        # the namespace of whatever uses it: accept a unique template of that name.
+        same = [c for (k, _, n), c in claims.items() if k == kind and n == name]
+        if len(same) == 1:
+            found = same[0]
     problem = None
     if found is None and snapshot is not None:
         obj = (
@@ -559,6 +567,7 @@ def load_manifests(
                                 location=location,
                                 namespace=str(meta.get("namespace") or default_namespace),
                                 specs=specs,
+                                namespaced=bool(meta.get("namespace")),
                             )
                         )
                     else:
@@ -589,6 +598,7 @@ def load_manifests(
                         claims=by_key,
                         snapshot=snapshot,
                         cluster=cluster,
+                        any_namespace=not item.namespaced,
                     )
                 )
         meta = _mapping(item.obj.get("metadata"))

@@ -389,7 +389,24 @@ def _free_now(snapshot: Snapshot, claim: ClaimManifest, nodes: list[str] | None)
     another claim) and counters; the last of those stages is what could be allocated now.
     """
     from dradiag.analyses.allocation import explain_across_nodes
+    from dradiag.analyses.selection import builtin_device_classes
+    from dradiag.snapshot.model import Kind
+    from dradiag.snapshot.model import Snapshot as SnapshotType
 
+    if not snapshot.device_classes:
+        # The simulator reads classes from the Snapshot: give it the built-in ones the
+        # selection analysis used (the document's notes say so).
+        objects: dict[Kind, Any] = {kind: [] for kind in Kind if kind is not Kind.LOG}
+        for kind, obj in snapshot.objects():
+            objects[kind].append(obj)
+        objects[Kind.DEVICE_CLASS] = list(builtin_device_classes())
+        snapshot = SnapshotType(
+            objects=objects,
+            logs=snapshot.logs,
+            coverage=snapshot.coverage,
+            errors=snapshot.errors,
+            source=snapshot.source,
+        )
     synthetic = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
