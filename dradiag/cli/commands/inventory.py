@@ -38,6 +38,8 @@ def _render_text(inventory: Inventory, no_color: bool) -> None:
     from rich.table import Table
 
     console = Console(no_color=no_color, highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = 200  # piped output: do not squeeze tables to 80 columns
     table = Table(
         "node",
         "type",

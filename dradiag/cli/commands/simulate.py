@@ -140,6 +140,8 @@ def _render_text(sim: Simulation, no_color: bool) -> None:
     from rich.table import Table
 
     console = Console(no_color=no_color, highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = 200  # piped output: do not squeeze tables to 80 columns
     style = {"allocated": "green", "unschedulable": "yellow", "error": "red"}[sim.outcome]
     console.print(f"node [bold]{sim.node}[/]: [{style}]{sim.outcome}[/]")
     if sim.error and sim.outcome != "allocated":
