@@ -311,6 +311,8 @@ _PATH_TOKEN = re.compile(r'\["([^"]+)"\]|(\[\])|([^.\[\]]+)|(\.)')
 def parse_path(text: str) -> tuple[PathStep, ...]:
     """``status.containerStatuses[].state`` → steps; ``["a.b/c"]`` quotes a key with dots."""
     steps: list[PathStep] = []
+    if text.startswith(".") or text.endswith(".") or ".." in text:
+        raise ValueError(f"empty path segment in {text!r}")
     pos = 0
     while pos < len(text):
         m = _PATH_TOKEN.match(text, pos)

@@ -1,0 +1,168 @@
+"""``dradiag rules list|show``: the rule catalogue, from the same files as docs/rules.md.
+
+Reads only the rule files: no cluster, no kubernetes client, no CEL engine (start-up
+time, STYLE "Start-up time"). ``show`` accepts retired ids (aliases) and says so; an
+unknown id is a usage error (exit 2) that names the closest ids.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from dradiag.cli.options import NoColor, Output, OutputFormat
+
+if TYPE_CHECKING:
+    from dradiag.rulebook.schema import Rule
+
+rules_app = typer.Typer(
+    name="rules",
+    help="The rule catalogue: every finding id dradiag can report, with its docs.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+PhaseOption = Annotated[
+    str | None,
+    typer.Option(
+        "--phase",
+        metavar="PHASE",
+        help="Only rules of this phase (publication, selection, allocation, prepare, "
+        "injection, workload, unprepare; or PUB, SEL, ALLOC, PREP, INJ, WORK, UNPREP).",
+    ),
+]
+RuleId = Annotated[str, typer.Argument(metavar="ID", help="A rule id, e.g. DRA-PREP-FAILED.")]
+
+
+def _check_output(output: OutputFormat) -> None:
+    from dradiag.errors import UsageError
+
+    if output is OutputFormat.SARIF:
+        raise UsageError("--output sarif is only for selector-check; use text, json or yaml")
+
+
+def _parse_phase(value: str) -> Any:
+    from dradiag.diagnosis.model import Phase
+    from dradiag.errors import UsageError
+    from dradiag.rulebook.schema import PHASE_CODES
+
+    key = value.strip()
+    if key.upper() in PHASE_CODES:
+        return PHASE_CODES[key.upper()]
+    try:
+        return Phase(key.lower())
+    except ValueError:
+        choices = ", ".join(p.value for p in Phase)
+        raise UsageError(f"unknown phase {value!r} (choose from: {choices})") from None
+
+
+def _console(no_color: bool) -> Any:
+    from rich.console import Console
+
+    wide = None if sys.stdout.isatty() else 200
+    return Console(
+        no_color=no_color or bool(os.environ.get("NO_COLOR")),
+        width=wide,
+        highlight=False,
+        soft_wrap=False,
+    )
+
+
+_SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
+
+
+@rules_app.command("list")
+def list_rules(
+    phase: PhaseOption = None,
+    output: Output = OutputFormat.TEXT,
+    no_color: NoColor = False,
+) -> int:
+    """List the rules: id, phase, severity, the evidence each reads, and its title."""
+    from dradiag.rulebook import load_rulebook
+    from dradiag.rulebook.docs import rule_row
+
+    _check_output(output)
+    book = load_rulebook()
+    rules = book.by_phase(_parse_phase(phase)) if phase else book.rules
+    rows = [rule_row(r) for r in rules]
+    if output is not OutputFormat.TEXT:
+        from dradiag.render.document import dump_document
+
+        doc = {"schemaVersion": "dradiag.rules/v1", "count": len(rows), "rules": rows}
+        typer.echo(dump_document(doc, output), nl=False)
+        return 0
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for column in ("ID", "PHASE", "SEVERITY", "EVIDENCE", "TITLE"):
+        table.add_column(column, no_wrap=column != "TITLE")
+    for row in rows:
+        sev = row["severity"]
+        table.add_row(
+            row["id"],
+            row["phase"],
+            f"[{_SEVERITY_STYLE[sev]}]{sev}[/]",
+            ",".join(row["evidence"]),
+            row["title"],
+        )
+    _console(no_color).print(table)
+    return 0
+
+
+def _show_text(rule: Rule) -> str:
+    from dradiag.rulebook.docs import evidence_kinds, match_summary
+
+    lines = [f"{rule.id}: {rule.title}", ""]
+    lines.append(f"phase:     {rule.phase.value}")
+    lines.append(f"severity:  {rule.severity.value}")
+    lines.append(f"evidence:  {', '.join(evidence_kinds(rule))}")
+    if rule.aliases:
+        lines.append(f"aliases:   {', '.join(rule.aliases)}")
+    lines += ["", rule.docs.strip(), "", "## Explain", rule.explain, "", "## Next observations"]
+    lines += [f"- {n}" for n in rule.next]
+    if rule.versions:
+        lines += ["", "## Versions"] + [f"- {v}" for v in rule.versions]
+    if rule.match is not None:
+        lines += ["", "## Match"]
+        for kind, spec in match_summary(rule).items():
+            for key, value in spec.items():
+                for v in value if isinstance(value, list) else [value]:
+                    lines.append(f"- {kind}.{key}: {v}")
+    return "\n".join(lines) + "\n"
+
+
+@rules_app.command("show")
+def show_rule(
+    rule_id: RuleId,
+    output: Output = OutputFormat.TEXT,
+) -> int:
+    """Show one rule in full: what it detects, why it breaks the claim, evidence, next steps."""
+    from dradiag.errors import UsageError
+    from dradiag.rulebook import load_rulebook
+    from dradiag.rulebook.docs import rule_document
+
+    _check_output(output)
+    book = load_rulebook()
+    rule = book.get(rule_id)
+    if rule is None:
+        close = book.closest(rule_id)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; see 'dradiag rules list'"
+        raise UsageError(f"unknown rule id {rule_id!r}{hint}")
+    if rule.id != rule_id.strip().upper():
+        sys.stderr.write(f"dradiag: note: {rule_id.strip().upper()} is now {rule.id}\n")
+    if output is OutputFormat.TEXT:
+        typer.echo(_show_text(rule), nl=False)
+    else:
+        from dradiag.render.document import dump_document
+
+        doc = {"schemaVersion": "dradiag.rule/v1", "rule": rule_document(rule)}
+        typer.echo(dump_document(doc, output), nl=False)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``rules list`` and ``rules show`` to ``app``."""
+    app.add_typer(rules_app, name="rules")

@@ -1,0 +1,109 @@
+"""``dradiag rules list|show``: output forms, filters, exit codes, and a cheap start-up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from dradiag.cli.app import run
+from dradiag.rulebook import load_rulebook
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = run(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_json_has_every_rule_in_catalogue_order(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "rules", "list", "-o", "json")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    book = load_rulebook()
+    assert doc["count"] == len(book) == len(doc["rules"])
+    assert [r["id"] for r in doc["rules"]] == list(book.ids)
+    first = doc["rules"][0]
+    assert set(first) == {"id", "phase", "severity", "title", "evidence", "aliases"}
+
+
+@pytest.mark.parametrize("phase", ["prepare", "PREP", "Prepare"])
+def test_list_filters_by_phase_name_or_code(capsys: pytest.CaptureFixture[str], phase: str) -> None:
+    code, out, _ = _run(capsys, "rules", "list", "--phase", phase, "-o", "yaml")
+    assert code == 0
+    rows = yaml.safe_load(out)["rules"]
+    assert rows and {r["phase"] for r in rows} == {"prepare"}
+    assert "DRA-PREP-MIG-CREATE-FAILED" in {r["id"] for r in rows}
+
+
+def test_list_text_is_a_table_without_colour_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "rules", "list", "--phase", "injection", "--no-color")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["ID", "PHASE", "SEVERITY", "EVIDENCE"]
+    assert any(line.startswith("DRA-INJ-CDI-UNRESOLVABLE ") for line in lines)
+    assert "\x1b[" not in out
+
+
+def test_list_unknown_phase_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "rules", "list", "--phase", "scheduling")
+    assert code == 2 and out == ""
+    assert "unknown phase 'scheduling'" in err and "allocation" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_show_text_has_the_docs_sections(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "rules", "show", "DRA-PREP-MIG-CREATE-FAILED")
+    assert code == 0
+    assert out.startswith("DRA-PREP-MIG-CREATE-FAILED: ")
+    for heading in ("## What it detects", "## Why it breaks the claim", "## Next observations"):
+        assert heading in out
+    assert "Insufficient Resources" in out
+
+
+def test_show_json_round_trips_the_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "rules", "show", "DRA-PUB-FIELDS-DROPPED", "-o", "json")
+    assert code == 0
+    rule = json.loads(out)["rule"]
+    assert rule["id"] == "DRA-PUB-FIELDS-DROPPED" and rule["phase"] == "publication"
+    assert rule["match"]["log"]["pattern"][0].startswith("pool ")
+    assert rule["source"].startswith(str(load_rulebook().location))
+
+
+def test_show_resolves_an_alias_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "rules", "show", "dra-prep-timeout")
+    assert code == 0
+    assert out.startswith("DRA-PREP-GRPC-DEADLINE: ")
+    assert "DRA-PREP-TIMEOUT is now DRA-PREP-GRPC-DEADLINE" in err
+
+
+def test_show_unknown_id_exits_2_naming_the_closest(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "rules", "show", "DRA-PREP-MIG-CREATE-FAIL")
+    assert code == 2 and out == ""
+    assert "unknown rule id 'DRA-PREP-MIG-CREATE-FAIL'" in err
+    assert "DRA-PREP-MIG-CREATE-FAILED" in err
+
+
+def test_sarif_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "rules", "list", "-o", "sarif")
+    assert code == 2 and "selector-check" in err
+
+
+def test_rules_list_imports_neither_kubernetes_nor_a_cel_engine() -> None:
+    probe = (
+        "import contextlib, io, json, sys\n"
+        "from dradiag.cli.app import run\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = run(['rules', 'list'])\n"
+        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["code"] == 0
+    loaded = {m.split(".")[0] for m in result["modules"]}
+    assert not loaded & {"kubernetes", "celpy", "cel_expr_python"}
+    assert "dradiag.analyses.cel" not in result["modules"]
