@@ -141,7 +141,9 @@ def build_inventory(
     features: FeatureGates | None = None,
 ) -> Inventory:
     """The inventory of ``nodes`` (default: every node the snapshot names)."""
-    gates = features or FeatureGates.for_version(snapshot.source.server_version)
+    gates = features or FeatureGates.for_version(snapshot.source.server_version).with_evidence(
+        snapshot.slices
+    )
     index = PoolIndex.from_snapshot(
         snapshot, partitionable=gates.partitionable_devices, legacy=gates.legacy_pools
     )

@@ -35,17 +35,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 KNOWN_ENGINE_ISSUES: dict[str, str] = {
-    "alloc-device-tainted-xid": (
-        "allocation simulator takes feature gates from version defaults only (DRADeviceTaints off "
-        "on 1.34), so it ignores the stored NoSchedule taint and reports the generic "
-        "DRA-ALLOC-CANNOT-ALLOCATE; a stored taint proves the gate is on (the apiserver drops "
-        "taints otherwise, nvidia-driver-facts §1.6)"
-    ),
-    "alloc-matchattribute-parentuuid-unsatisfiable": (
-        "the allocation funnel reports DRA-ALLOC-COMBINATION-UNSATISFIABLE; two free 1g.5gb "
-        "devices exist, and only the matchAttribute gpu.nvidia.com/parentUUID constraint makes "
-        "the claim unsatisfiable (k8s-dra-semantics §3.5): DRA-ALLOC-CONSTRAINT-UNSATISFIABLE"
-    ),
 }
 """Scenario name -> the engine or rule bug that makes it fail today (reported, not hidden).
 

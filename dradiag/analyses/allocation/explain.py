@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dradiag.analyses.allocation.candidates import AllocatorError, DeviceEntry
@@ -107,6 +107,8 @@ class RequestFunnel:
     """Short counters, ``<counter set>/<counter>``."""
     errors: tuple[str, ...] = ()
     """Selector errors the scheduler would abort on if it evaluated these devices."""
+    usable: tuple[DeviceEntry, ...] = field(default=(), repr=False, compare=False)
+    """Devices left before the constraints stage (not serialized)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -359,6 +361,7 @@ def request_funnel(
         holders=tuple(name for name, _n in holders.most_common()),
         counters=tuple(name for name, _n in counter_names.most_common()),
         errors=tuple(dict.fromkeys(errors)),
+        usable=tuple(current),
     )
 
 
@@ -487,10 +490,71 @@ def _pool_summary(allocator: Allocator) -> list[dict[str, Any]]:
 
 def _explain(allocator: Allocator) -> list[RequestFunnel]:
     entries = allocator.node_entries()
-    funnels = []
-    for key in sorted(allocator.request_data):
-        funnels.append(request_funnel(allocator, allocator.request_data[key], entries))
-    return funnels
+    keys = sorted(allocator.request_data)
+    funnels = [request_funnel(allocator, allocator.request_data[key], entries) for key in keys]
+    return _joint_constraints(allocator, keys, funnels)
+
+
+def _joint_constraints(
+    allocator: Allocator, keys: Sequence[tuple[int, int, int]], funnels: list[RequestFunnel]
+) -> list[RequestFunnel]:
+    """Check matchAttribute constraints that span several requests of one claim.
+
+    Each request's funnel sees only its own devices; a constraint over requests ``a`` and
+    ``b`` also needs one value that gives every covered request enough devices, with
+    distinct devices for all of them. When no value does, the first covered request is
+    marked as blocked by the constraint (scalar values only; claims with firstAvailable
+    are left to the search).
+    """
+    if allocator.features.list_type_attributes:
+        return funnels
+    by_key = dict(zip(keys, funnels, strict=True))
+    out = list(funnels)
+    for ci, constraints in enumerate(allocator.constraints):
+        claim_keys = [k for k in keys if k[0] == ci]
+        if any(k[2] > 0 for k in claim_keys) or any(
+            allocator.request_data[k].parent is not None for k in claim_keys
+        ):
+            continue
+        for constraint in constraints:
+            if not isinstance(constraint, MatchAttribute):
+                continue
+            covered = [
+                k for k in claim_keys if constraint.applies(allocator.request_data[k].name, "")
+            ]
+            if len(covered) < 2 or any(by_key[k].blocking for k in covered):
+                continue
+            per_value: dict[Any, list[set[str]]] = {}
+            for position, k in enumerate(covered):
+                for entry in by_key[k].usable:
+                    attr = entry.attribute(constraint.attribute)
+                    if attr is None:
+                        continue
+                    value = tuple(sorted((a, str(b)) for a, b in attr.items()))
+                    sets = per_value.setdefault(value, [set() for _ in covered])
+                    sets[position].add(entry.device_id)
+            needs = [allocator.request_data[k].num_devices for k in covered]
+            feasible = False
+            best = 0
+            for sets in per_value.values():
+                union = set().union(*sets)
+                enough = all(len(s) >= n for s, n in zip(sets, needs, strict=True))
+                best = max(best, len(union))
+                if enough and len(union) >= sum(needs):
+                    feasible = True
+                    break
+            if feasible:
+                continue
+            first = covered[0]
+            names = ", ".join(allocator.request_data[k].name for k in covered)
+            reason = (
+                f"matchAttribute {constraint.attribute} across requests {names}: no single "
+                f"value offers enough usable devices (best: {best}, need {sum(needs)})"
+            )
+            position = keys.index(first)
+            out[position] = replace(out[position], blocking="constraints", reason=reason)
+            by_key[first] = out[position]
+    return out
 
 
 def _claim_keys(claims: Sequence[K8sObject]) -> set[tuple[str, str]]:
@@ -596,7 +660,7 @@ def _run_on_node(
 
 
 def _default_features(snapshot: Snapshot) -> FeatureGates:
-    return FeatureGates.for_version(snapshot.source.server_version)
+    return FeatureGates.for_version(snapshot.source.server_version).with_evidence(snapshot.slices)
 
 
 def simulate_allocation(

@@ -14,8 +14,9 @@ Defaults per version follow the gate timeline in k8s-dra-semantics §4.3; an exp
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Final
+from typing import Any, Final
 
 from dradiag.errors import UsageError
 
@@ -110,6 +111,8 @@ class FeatureGates:
     assumed: bool = False
     overridden: frozenset[str] = field(default_factory=frozenset)
     """Gates set explicitly (``--feature-gates``) rather than by the version's defaults."""
+    inferred: frozenset[str] = field(default_factory=frozenset)
+    """Gates turned on because stored objects prove them on (see :meth:`with_evidence`)."""
 
     # -- construction -------------------------------------------------------------
 
@@ -155,6 +158,32 @@ class FeatureGates:
             else:
                 enabled.discard(name)
         return replace(start, enabled=frozenset(enabled), overridden=frozenset(overridden))
+
+    def with_evidence(self, slices: Iterable[Mapping[str, Any]]) -> FeatureGates:
+        """Turn on gates whose fields are present in stored slices.
+
+        The apiserver drops a gated field when its gate is off, so a stored device taint
+        proves DRADeviceTaints on, stored counters prove DRAPartitionableDevices on, and
+        so on (nvidia-driver-facts §1.5–1.6). Explicitly set gates are left alone.
+        """
+        proven: set[str] = set()
+        for slc in slices:
+            spec = slc.get("spec") or {}
+            if spec.get("sharedCounters") or spec.get("perDeviceNodeSelection") is not None:
+                proven.add("DRAPartitionableDevices")
+            for dev in spec.get("devices") or []:
+                if dev.get("taints"):
+                    proven.add("DRADeviceTaints")
+                if dev.get("consumesCounters"):
+                    proven.add("DRAPartitionableDevices")
+                if dev.get("bindingConditions"):
+                    proven |= {"DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"}
+                if dev.get("allowMultipleAllocations"):
+                    proven.add("DRAConsumableCapacity")
+        added = frozenset(proven - self.enabled - self.overridden)
+        if not added:
+            return self
+        return replace(self, enabled=self.enabled | added, inferred=self.inferred | added)
 
     # -- allocator features (k8s.io/dynamic-resource-allocation internal.Features) ----
 
@@ -244,4 +273,5 @@ class FeatureGates:
             "kubernetesVersion": f"{self.version[0]}.{self.version[1]}",
             "versionAssumed": self.assumed,
             "featureGates": {gate: gate in self.enabled for gate in KNOWN_GATES},
+            "inferredFromSlices": sorted(self.inferred),
         }

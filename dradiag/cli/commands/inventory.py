@@ -106,7 +106,7 @@ def inventory(
         no_color=no_color,
     )
     snapshot = obtain_snapshot(options, Target(kind="cluster", nodes=tuple(node or ())))
-    gates = FeatureGates.for_version(snapshot.source.server_version)
+    gates = FeatureGates.for_version(snapshot.source.server_version).with_evidence(snapshot.slices)
     if feature_gates:
         gates = FeatureGates.parse(feature_gates, base=gates)
     result = build_inventory(snapshot, nodes=list(node) if node else None, features=gates)
