@@ -705,17 +705,17 @@ _STAGE_RULES = {
     "class-selectors": "DRA-ALLOC-TOO-FEW-DEVICES",
     "request-selectors": "DRA-ALLOC-TOO-FEW-DEVICES",
     "on-node": "DRA-ALLOC-TOO-FEW-DEVICES",
-    "free": "DRA-ALLOC-DEVICES-IN-USE",
+    "free": "DRA-ALLOC-ALL-IN-USE",
     "counters": "DRA-ALLOC-COUNTERS-EXHAUSTED",
-    "tolerated": "DRA-ALLOC-DEVICES-TAINTED",
+    "tolerated": "DRA-ALLOC-TAINTED",
     "constraints": "DRA-ALLOC-CONSTRAINT-UNSATISFIABLE",
     "combination": "DRA-ALLOC-COMBINATION-UNSATISFIABLE",
 }
 _STAGE_TITLES = {
     "DRA-ALLOC-TOO-FEW-DEVICES": "Too few devices match the request on any node",
-    "DRA-ALLOC-DEVICES-IN-USE": "Every matching device is allocated to other claims",
+    "DRA-ALLOC-ALL-IN-USE": "Every matching device is allocated to other claims",
     "DRA-ALLOC-COUNTERS-EXHAUSTED": "Shared counters (e.g. MIG memory slices) are exhausted",
-    "DRA-ALLOC-DEVICES-TAINTED": "Matching devices carry taints the request does not tolerate",
+    "DRA-ALLOC-TAINTED": "Matching devices carry taints the request does not tolerate",
     "DRA-ALLOC-CONSTRAINT-UNSATISFIABLE": "No set of devices satisfies the claim's constraints",
     "DRA-ALLOC-COMBINATION-UNSATISFIABLE": "Requests fit one by one but not all together",
     "DRA-ALLOC-ALLOCATOR-ERROR": "The scheduler's allocator aborts with an error",
@@ -726,7 +726,7 @@ _NEXT = {
         "compare the request's count and selectors with `dradiag inventory`",
         "check the DeviceClass selectors: `kubectl get deviceclass <class> -o yaml`",
     ),
-    "DRA-ALLOC-DEVICES-IN-USE": (
+    "DRA-ALLOC-ALL-IN-USE": (
         "list the holders: `dradiag inventory -n <node>`; are their pods still running?",
         "look for claims still allocated for finished pods (`dradiag scan`)",
     ),
@@ -734,7 +734,7 @@ _NEXT = {
         "see which partitions still fit per GPU: `dradiag inventory -o json` (fits)",
         "ask for a smaller profile, or wait for the claims consuming the counters to end",
     ),
-    "DRA-ALLOC-DEVICES-TAINTED": (
+    "DRA-ALLOC-TAINTED": (
         "read the taints: `kubectl get resourceslice -o yaml` (devices[].taints) and DeviceTaintRules",
         "for a health taint, check the GPU (`nvidia-smi -q`, kernel log XIDs) before tolerating it",
     ),

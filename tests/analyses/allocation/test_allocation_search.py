@@ -394,4 +394,4 @@ def test_explain_across_nodes_in_use_summary(nv: Any) -> None:
         snap(nv, slices, holders, ["node-1", "node-2"]), [wanted], features=V136
     )
     assert found.summary == ["on 2 of 2 nodes every mig 1g.5gb partition is in use"]
-    assert found.findings()[0].rule == "DRA-ALLOC-DEVICES-IN-USE"
+    assert found.findings()[0].rule == "DRA-ALLOC-ALL-IN-USE"
