@@ -214,7 +214,7 @@ class DeviceInventory:
             tuple(restricted_to) if restricted_to is not None else None
         )
         self._cel: list[CelDevice | None] = [None] * len(self.devices)
-        self._converted: dict[tuple[str, str, Any], tuple[str | None, Any]] = {}
+        self._converted: dict[tuple[str, str, str, Any], tuple[str | None, Any]] = {}
         self._catalogue: AttributeCatalogue | None = None
 
     def __len__(self) -> int:
@@ -236,7 +236,7 @@ class DeviceInventory:
         each distinct one is converted through ``cel_device`` once and the CelDevice is
         assembled from the shared results.
         """
-        from dradiag.analyses.cel import CelDevice, cel_device
+        from dradiag.analyses.cel import CelDevice
         from dradiag.analyses.cel.environment import DomainMap
 
         raw = device.raw
@@ -244,25 +244,18 @@ class DeviceInventory:
         attributes = DomainMap()
         capacity = DomainMap()
         error: str | None = None
+        cache = self._converted
         for holder, target in (("attributes", attributes), ("capacity", capacity)):
             entries = raw.get(holder)
             if not isinstance(entries, Mapping):
                 continue
             for name, value in entries.items():
-                key = (holder, name, _hashable(value))
-                converted = self._converted.get(key)
-                if converted is None:
-                    single = cel_device(driver, {holder: {name: value}})
-                    if single.error is not None:
-                        converted = (single.error, None)
-                    else:
-                        maps = single.attributes if holder == "attributes" else single.capacity
-                        ((domain, values),) = maps.items()
-                        ((ident, cel_value),) = values.items()
-                        converted = (None, (domain, ident, cel_value))
-                    if key[2] is not None:
-                        self._converted[key] = converted
-                failure, parts = converted
+                try:
+                    # {"string": "mig"} / {"value": "80Gi"}: one member with a scalar.
+                    ((member, inner),) = value.items()
+                    failure, parts = cache[(holder, name, member, inner)]
+                except (KeyError, TypeError, ValueError, AttributeError):
+                    failure, parts = self._convert(driver, holder, name, value)
                 if failure is not None or parts is None:
                     error = error or failure
                     continue
@@ -277,26 +270,31 @@ class DeviceInventory:
             name=device.slice_device_name,
         )
 
+    def _convert(self, driver: str, holder: str, name: str, value: Any) -> tuple[str | None, Any]:
+        """Convert one attribute/capacity through ``cel_device``; cache scalar ones."""
+        from dradiag.analyses.cel import cel_device
+
+        single = cel_device(driver, {holder: {name: value}})
+        converted: tuple[str | None, Any]
+        if single.error is not None:
+            converted = (single.error, None)
+        else:
+            maps = single.attributes if holder == "attributes" else single.capacity
+            ((domain, values),) = maps.items()
+            ((ident, cel_value),) = values.items()
+            converted = (None, (domain, ident, cel_value))
+        if isinstance(value, Mapping) and len(value) == 1:
+            ((member, inner),) = value.items()
+            if isinstance(inner, str | int | float | bool):
+                self._converted[(holder, name, member, inner)] = converted
+        return converted
+
     @property
     def catalogue(self) -> AttributeCatalogue:
         """What attributes and capacities the devices in scope publish (for near misses)."""
         if self._catalogue is None:
             self._catalogue = AttributeCatalogue.of(self.devices)
         return self._catalogue
-
-
-def _hashable(value: Any) -> Any:
-    """A hashable form of a raw attribute/capacity value, or None when it has none."""
-    if isinstance(value, Mapping):
-        try:
-            return tuple(
-                (k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(value.items())
-            )
-        except TypeError:
-            return None
-    if isinstance(value, str | int | float | bool):
-        return value
-    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -648,12 +648,15 @@ class _Interner:
         values = self.values
         for holder in ("attributes", "capacity"):
             entries = device.get(holder)
-            if isinstance(entries, dict):
-                for key, value in entries.items():
-                    if isinstance(value, dict) and len(value) == 1:
-                        ((member, inner),) = value.items()
-                        if isinstance(inner, str | int | bool):
-                            entries[key] = values.setdefault((member, inner), value)
+            if not isinstance(entries, dict):
+                continue
+            for key, value in entries.items():
+                try:
+                    # {"string": "mig"} / {"value": "80Gi"}: share by (member, scalar).
+                    ((member, inner),) = value.items()
+                    entries[key] = values.setdefault((member, inner), value)
+                except (AttributeError, ValueError, TypeError):
+                    continue  # not a one-member mapping of a scalar: keep as is
         counters = device.get("consumesCounters")
         if isinstance(counters, list):
             try:
@@ -755,7 +758,12 @@ def stream_slice_snapshot(path: str) -> Snapshot:
             kind = kind_of(item)
             if kind is None:
                 continue
-            obj = normalize(kind, item)
+            # resource.k8s.io/v1 slices are already in the shape analyses read; normalizing
+            # would copy every device (the other versions still need it).
+            if kind is Kind.RESOURCE_SLICE and item.get("apiVersion") == "resource.k8s.io/v1":
+                obj = item
+            else:
+                obj = normalize(kind, item)
             if kind is Kind.RESOURCE_SLICE:
                 for device in (obj.get("spec") or {}).get("devices") or ():
                     if isinstance(device, dict):
