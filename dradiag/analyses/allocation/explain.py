@@ -710,6 +710,7 @@ _STAGE_RULES = {
     "tolerated": "DRA-ALLOC-TAINTED",
     "constraints": "DRA-ALLOC-CONSTRAINT-UNSATISFIABLE",
     "combination": "DRA-ALLOC-COMBINATION-UNSATISFIABLE",
+    "upstream-bug": "DRA-ALLOC-COMBINATION-UNSATISFIABLE",
 }
 _STAGE_TITLES = {
     "DRA-ALLOC-TOO-FEW-DEVICES": "Too few devices match the request on any node",
@@ -859,6 +860,11 @@ def _node_key(sim: Simulation) -> tuple[str, str]:
         kind = "invalid-pools" if sim.error_kind == "invalid-pools" else "error"
         return f"-:{kind}:-", sim.error or ""
     blocking = sim.blocking()
+    if sim.upstream_bug:
+        return "-:upstream-bug:-", (
+            f"a correct allocator fits the claims, but this version's scheduler does not "
+            f"({sim.upstream_bug}: counters of rejected devices stay reserved)"
+        )
     if not blocking:
         if sim.combination:
             return "-:combination:-", (
@@ -892,7 +898,7 @@ def _summary_line(key: str, nodes: list[NodeOutcome], total: int) -> str:
         if holders:
             text += f" by claim {', '.join(h for h, _ in holders)}"
         return text
-    if stage in ("error", "invalid-pools", "combination", "unknown"):
+    if stage in ("error", "invalid-pools", "combination", "unknown", "upstream-bug"):
         return f"{count}: {sample}"
     return f"{count}: {sample}"
 
