@@ -180,7 +180,7 @@ def _pod_health(node: str, pod: K8sObject, chart: str | None) -> PluginHealth:
         ),
         None,
     )
-    if init_blocked is not None and not state.get("running"):
+    if init_blocked is not None and "running" not in state:
         init_state = init_blocked.get("state") or {}
         detail = init_state.get("waiting") or init_state.get("running") or {}
         return PluginHealth(
@@ -188,7 +188,7 @@ def _pod_health(node: str, pod: K8sObject, chart: str | None) -> PluginHealth:
             waiting_reason=str(detail.get("reason") or f"Init:0/{len(init)}"),
             **{**common, "message": str(detail.get("message") or "")},
         )
-    if not state.get("running") or status.get("ready") is False:
+    if "running" not in state or status.get("ready") is False:
         return PluginHealth(state=PluginState.NOT_READY, waiting_reason=reason, **common)
     if restarts >= RESTART_WARNING_THRESHOLD:
         return PluginHealth(state=PluginState.RESTARTING, **common)

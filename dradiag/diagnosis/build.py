@@ -288,9 +288,9 @@ def _pod_started(pod: K8sObject) -> bool:
             if not isinstance(cs, Mapping):
                 continue
             state = cs.get("state") or {}
-            if state.get("running") or state.get("terminated"):
+            if "running" in state or "terminated" in state:
                 return True
-            if (cs.get("lastState") or {}).get("terminated"):
+            if "terminated" in (cs.get("lastState") or {}):
                 return True
             if (state.get("waiting") or {}).get("reason") in _AFTER_SANDBOX_WAITING:
                 return True
@@ -303,7 +303,7 @@ def _pod_all_running(pod: K8sObject) -> bool:
     statuses = _container_statuses(pod)
     if _pod_status(pod).get("phase") == "Succeeded":
         return True
-    return bool(statuses) and all((s.get("state") or {}).get("running") for s in statuses)
+    return bool(statuses) and all("running" in (s.get("state") or {}) for s in statuses)
 
 
 def _scheduled_at(pod: K8sObject) -> datetime | None:

@@ -400,3 +400,61 @@ def healthy_objects() -> dict[str, list[dict[str, Any]]]:
         "claims": [claim(allocated=["gpu-0"], reserved_for=[("train-0", POD_UID)])],
         "pods": [pod(), plugin_pod()],
     }
+
+
+def write_input(
+    directory: Any,
+    *,
+    objects: dict[str, list[dict[str, Any]]],
+    logs: dict[str, str] | None = None,
+    collection: dict[str, Any] | None = None,
+) -> Any:
+    """Write objects as a ``--from`` directory: one JSON List per kind, logs, collection.json.
+
+    ``objects`` maps a file stem (``pods``, ``events``...) to objects; ``logs`` maps a
+    bundle-style relative path (``logs/<ns>/<pod>/<container>.log``) to its text.
+    """
+    import json
+    from pathlib import Path
+
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    for stem, items in objects.items():
+        (root / f"{stem}.json").write_text(
+            json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+        )
+    for rel, text in (logs or {}).items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    record = collection or {
+        "kinds": {
+            k: {"coverage": "collected"}
+            for k in (
+                "ResourceSlice",
+                "DeviceClass",
+                "ResourceClaim",
+                "Pod",
+                "Node",
+                "Event",
+                "Log",
+            )
+        },
+        "source": {"kind": "bundle", "collectedAt": COLLECTED_AT, "context": "test"},
+    }
+    (root / "collection.json").write_text(json.dumps(record))
+    return root
+
+
+def healthy_input(directory: Any) -> Any:
+    """A ``--from`` directory of :func:`healthy_objects`."""
+    objs = healthy_objects()
+    return write_input(
+        directory,
+        objects={
+            "resourceslices": objs["slices"],
+            "deviceclasses": objs["classes"],
+            "resourceclaims": objs["claims"],
+            "pods": objs["pods"],
+        },
+    )

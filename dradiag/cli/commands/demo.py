@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 SAMPLE_FILE = "sample.yaml"
 # Files in a sample directory that are about the sample, not part of the cluster.
-_META_FILES = frozenset({SAMPLE_FILE, "expected.json", "README.md"})
+_META_FILES = frozenset({SAMPLE_FILE, "expected.json", "collection.json", "README.md"})
 
 ListOption = Annotated[bool, typer.Option("--list", help="List the samples and exit.")]
 

@@ -1,0 +1,116 @@
+"""Claim ↔ container wiring and reservedFor consistency (k8s-dra-semantics §5.2, §5.3)."""
+
+from __future__ import annotations
+
+from dradiag.analyses.wiring import (
+    analyze_pod_wiring,
+    claim_request_names,
+    is_reserved_for,
+    reservation_finding,
+    wiring_findings,
+)
+
+CLAIM = {
+    "metadata": {"name": "train-gpu", "namespace": "ml", "uid": "c-1"},
+    "spec": {
+        "devices": {
+            "requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+                {
+                    "name": "mig",
+                    "firstAvailable": [
+                        {"name": "big", "deviceClassName": "mig.nvidia.com"},
+                        {"name": "small", "deviceClassName": "mig.nvidia.com"},
+                    ],
+                },
+            ]
+        }
+    },
+    "status": {
+        "allocation": {
+            "devices": {
+                "results": [
+                    {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "n1", "device": "gpu-0"}
+                ]
+            }
+        },
+        "reservedFor": [{"resource": "pods", "name": "train-0", "uid": "p-1"}],
+    },
+}
+
+
+def _pod(containers, init=(), uid="p-1", node="n1"):
+    return {
+        "metadata": {"name": "train-0", "namespace": "ml", "uid": uid},
+        "spec": {
+            "nodeName": node,
+            "containers": list(containers),
+            "initContainers": list(init),
+            "resourceClaims": [{"name": "gpus", "resourceClaimName": "train-gpu"}],
+        },
+    }
+
+
+def _c(name, *claims):
+    return (
+        {"name": name, "resources": {"claims": [dict(c) for c in claims]}}
+        if claims
+        else {"name": name}
+    )
+
+
+def test_request_names_include_subrequests():
+    assert claim_request_names(CLAIM) == ("gpu", "mig", "mig/big", "mig/small")
+
+
+def test_one_wired_container_is_enough():
+    pod = _pod([_c("trainer", {"name": "gpus"}), _c("sidecar")])
+    wiring = analyze_pod_wiring(pod, CLAIM, ["gpus"])
+    assert wiring.wired
+    assert [u.container for u in wiring.using] == ["trainer"]
+    assert wiring.not_using == ("sidecar",)
+    assert wiring_findings(wiring, CLAIM) == []
+
+
+def test_no_container_lists_the_claim():
+    pod = _pod([_c("trainer", {"name": "other"})], init=[_c("setup")])
+    wiring = analyze_pod_wiring(pod, CLAIM, ["gpus"])
+    assert not wiring.wired
+    [finding] = wiring_findings(wiring, CLAIM)
+    assert finding.rule == "DRA-WORK-CLAIM-NOT-REFERENCED"
+    assert "'gpus'" in finding.detail and "trainer" in finding.detail
+    assert any(n.startswith("remediation:") for n in finding.next)
+
+
+def test_init_container_use_counts_as_wired():
+    pod = _pod([_c("trainer")], init=[_c("warmup", {"name": "gpus"})])
+    assert analyze_pod_wiring(pod, CLAIM, ["gpus"]).wired
+
+
+def test_wrong_request_name():
+    pod = _pod(
+        [
+            _c("trainer", {"name": "gpus", "request": "gpu0"}),
+            _c("helper", {"name": "gpus", "request": "mig"}),
+        ]
+    )
+    wiring = analyze_pod_wiring(pod, CLAIM, ["gpus"])
+    assert wiring.unknown_requests == (("trainer", "gpu0"),)
+    [finding] = wiring_findings(wiring, CLAIM)
+    assert finding.rule == "DRA-WORK-WRONG-REQUEST"
+    assert ("request", "gpu0") in finding.identifiers
+
+
+def test_reserved_for_pod_by_uid_not_by_name():
+    assert is_reserved_for(CLAIM, _pod([]))
+    assert not is_reserved_for(CLAIM, _pod([], uid="p-2"))  # same name, recreated pod
+
+
+def test_reservation_finding_only_for_a_bound_unreserved_pod():
+    assert reservation_finding(CLAIM, _pod([])) is None
+    assert reservation_finding(CLAIM, _pod([], uid="p-2", node=None)) is None
+    finding = reservation_finding(CLAIM, _pod([], uid="p-2"))
+    assert finding is not None and finding.rule == "DRA-ALLOC-NOT-RESERVED"
+    assert ("pod UID", "p-2") in finding.identifiers and ("claim UID", "c-1") in finding.identifiers
+    unallocated = {**CLAIM, "status": {}}
+    assert reservation_finding(unallocated, _pod([], uid="p-2")) is None

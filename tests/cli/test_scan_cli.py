@@ -1,0 +1,107 @@
+"""``dradiag scan``: one row per unhealthy claim and node, sorted by phase; -n / -A."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import jsonschema
+from referencing import Registry, Resource
+
+from dradiag.cli.app import run
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMAS = REPO / "docs" / "schema"
+
+
+def _builders():
+    path = REPO / "tests" / "diagnosis" / "k8s_objects.py"
+    spec = importlib.util.spec_from_file_location("dradiag_test_k8s_objects_scan", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+k8s = _builders()
+
+
+def _cluster(tmp_path):
+    healthy = k8s.healthy_objects()
+    pending = k8s.claim(
+        name="pending", uid="u-p", namespace="research", class_name="gpu.example.com"
+    )
+    pending_pod = k8s.pod(
+        name="p-0",
+        uid="pod-p",
+        namespace="research",
+        claim_name="pending",
+        node=None,
+        state="pending",
+    )
+    return k8s.write_input(
+        tmp_path / "in",
+        objects={
+            "resourceslices": [*healthy["slices"], k8s.resource_slice(node="gpu-node-2")],
+            "deviceclasses": healthy["classes"],
+            "resourceclaims": [*healthy["claims"], pending],
+            "pods": [
+                *healthy["pods"],
+                pending_pod,
+                k8s.plugin_pod("gpu-node-2", gpus_state="crashloop", restarts=12),
+            ],
+        },
+    )
+
+
+def validate(doc):
+    item = json.loads((SCHEMAS / "diagnosis.schema.json").read_text())
+    items = json.loads((SCHEMAS / "diagnoses.schema.json").read_text())
+    registry = Registry().with_resource(item["$id"], Resource.from_contents(item))
+    jsonschema.Draft202012Validator(items, registry=registry).validate(doc)
+
+
+def test_scan_json_rows_sorted_by_phase(tmp_path, capsys):
+    root = _cluster(tmp_path)
+    capsys.readouterr()
+    code = run(["scan", "--from", str(root), "-o", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    validate(doc)
+    rows = [(i["target"]["kind"], i["target"]["name"], i["verdict"]["phase"]) for i in doc["items"]]
+    assert rows == [
+        ("Node", "gpu-node-2", "publication"),
+        ("ResourceClaim", "pending", "selection"),
+    ]
+
+
+def test_scan_namespace_filter_keeps_node_rows(tmp_path, capsys):
+    root = _cluster(tmp_path)
+    capsys.readouterr()
+    run(["scan", "--from", str(root), "-o", "json", "-n", "ml"])
+    rows = [i["target"]["name"] for i in json.loads(capsys.readouterr().out)["items"]]
+    assert rows == ["gpu-node-2"]
+
+
+def test_scan_text_table(tmp_path, capsys):
+    root = _cluster(tmp_path)
+    capsys.readouterr()
+    run(["scan", "--from", str(root)])
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split() == ["PHASE", "STATUS", "TARGET", "RULE", "WHY"]
+    assert "DRA-PUB-PLUGIN-CRASHLOOP" in out and "DRA-SEL-CLASS-NOT-FOUND" in out
+    assert "2 unhealthy: 2 broken, 0 inconclusive" in out
+
+
+def test_scan_healthy_cluster_exit_0(tmp_path, capsys):
+    root = k8s.healthy_input(tmp_path / "in")
+    capsys.readouterr()
+    assert run(["scan", "--from", str(root), "-A"]) == 0
+    assert "nothing unhealthy found" in capsys.readouterr().out
+
+
+def test_scan_namespace_and_all_namespaces_conflict(tmp_path, capsys):
+    root = k8s.healthy_input(tmp_path / "in")
+    assert run(["scan", "--from", str(root), "-A", "-n", "ml"]) == 2
+    assert "mutually exclusive" in capsys.readouterr().err
