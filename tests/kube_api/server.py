@@ -125,6 +125,8 @@ class RecordedRequest:
     query: Mapping[str, str]
     headers: Mapping[str, str]
     status: int
+    size: int = 0
+    """Bytes of the response body."""
 
     @property
     def target(self) -> str:
@@ -225,6 +227,7 @@ class KubeAPIServer:
         self._store: dict[str, list[tuple[tuple[str, str], dict[str, Any]]]] = defaultdict(list)
         self._by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._logs: dict[tuple[str, str, str, bool], str] = {}
+        self._unsorted: set[str] = set()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         for obj in objects:
@@ -277,7 +280,7 @@ class KubeAPIServer:
                 raise ValueError(f"duplicate {rt.kind} {key}")
             self._by_key[(rt.plural, *key)] = stored
             self._store[rt.plural].append((key, stored))
-            self._store[rt.plural].sort(key=lambda kv: kv[0])
+            self._unsorted.add(rt.plural)
 
     def add_log(self, log: ContainerLog) -> None:
         """Serve a container log (current, or previous instance)."""
@@ -421,7 +424,9 @@ class KubeAPIServer:
                 body = json.dumps(exc.body()).encode()
         finally:
             with self._lock:
-                self.requests.append(RecordedRequest(method, parts.path, query, recorded, status))
+                self.requests.append(
+                    RecordedRequest(method, parts.path, query, recorded, status, len(body))
+                )
         return status, out_headers, body
 
     def _apply_faults(
@@ -796,7 +801,12 @@ class KubeAPIServer:
         if rt.plural == "namespaces":
             entries = [(("", n), self._namespace_obj(n)) for n in self._namespaces()]
         else:
-            entries = list(self._store.get(rt.plural, ()))
+            with self._lock:
+                if rt.plural in self._unsorted:
+                    # etcd order: by key, i.e. namespace then name.
+                    self._store[rt.plural].sort(key=lambda kv: kv[0])
+                    self._unsorted.discard(rt.plural)
+                entries = list(self._store.get(rt.plural, ()))
         start_after: tuple[str, str] | None = None
         if token := query.get("continue"):
             try:
