@@ -13,7 +13,7 @@ from kube_api.server import KubeAPIServer
 from dradiag.cli.inputs import Target
 from dradiag.cli.options import CommonOptions
 from dradiag.errors import ClusterUnreachable, UsageError
-from dradiag.snapshot.model import Coverage, Kind, Snapshot, name_of
+from dradiag.snapshot.model import ContainerLog, Coverage, Kind, Snapshot, name_of
 from dradiag.sources.live import collect_snapshot
 from dradiag.sources.manifests import load_snapshot
 
@@ -80,6 +80,35 @@ def test_allocated_claim_reads_only_what_its_life_touched(kube_api, tmp_path):
     assert snap.source.served_versions == ("v1",)
     assert snap.source.context == "kube-api-test"
     assert snap.pods_for_claim(snap.claim("ml", "train-gpu"))[0]["metadata"]["name"] == "trainer-0"
+
+
+def test_long_plugin_log_is_read_as_head_and_claim_window(kube_api_factory, tmp_path):
+    snapshot = load_snapshot(str(FIXTURE))
+    plugin = "dra-driver-nvidia-gpu-kubelet-plugin-x7k2q"
+    startup = "I0720 08:00:41.318211       1 nvlib.go:173] Traverse GPU devices\n"
+    filler = "".join(
+        f"I0721 10:{m % 60:02d}:00.000000       1 health.go:1] ok {m:06d}\n" for m in range(9000)
+    )
+    recent = "I0722 02:20:31.004512       1 driver.go:212] Returning newly prepared devices\n"
+    server = kube_api_factory(objects=[o for _, o in snapshot.objects()])
+    server.add_log(
+        ContainerLog(
+            namespace="dra-driver-nvidia-gpu",
+            pod=plugin,
+            container="gpus",
+            text=startup + filler + recent,
+        )
+    )
+    snap = collect(server, tmp_path, CLAIM)
+
+    (log,) = snap.logs
+    assert log.text.startswith(startup)  # start-up lines kept despite the tail cap
+    assert log.text.endswith(recent)
+    assert (
+        "[dradiag: log lines between the head and 2026-07-22T02:10:00Z were not read]" in log.text
+    )
+    assert log.truncated
+    assert len(log.text.encode()) < len(filler)
 
 
 def test_pending_claim_reads_driver_slices_everywhere_and_the_in_use_set(kube_api, tmp_path):
