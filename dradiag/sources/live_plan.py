@@ -190,14 +190,16 @@ def _container_status(pod: K8sObject, container: str) -> Mapping[str, Any]:
     return {}
 
 
-def _restarted(pod: K8sObject, container: str) -> bool:
-    st = _container_status(pod, container)
-    return bool(st.get("restartCount")) or bool((st.get("lastState") or {}).get("terminated"))
+def _restarted(status: Mapping[str, Any]) -> bool:
+    """True when a container status shows an earlier instance (one with a previous log)."""
+    return bool(status.get("restartCount")) or bool(
+        (status.get("lastState") or {}).get("terminated")
+    )
 
 
 def _unhealthy(pod: K8sObject) -> bool:
     st = _container_status(pod, PLUGIN_CONTAINER)
-    return not st.get("ready") or _restarted(pod, PLUGIN_CONTAINER)
+    return not st.get("ready") or _restarted(st)
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -591,6 +593,8 @@ def _follow_claims(
     pods = list(target_pods) + [
         p for p in c.all(Kind.POD) if name_of(p) not in known and namespace_of(p) == namespace
     ]
+    if not claims and not pods:
+        return  # no such claim and nothing waits for it: nothing further to explain
 
     nodes = list(dict.fromkeys([n for cl in claims for n in allocation_nodes(cl)]))
     nodes += [
@@ -709,7 +713,7 @@ def _plugin_log_reads(
                 wanted.append(str(init.get("name")))
         for container in wanted:
             st = statuses.get(container) or {}
-            restarted = _restarted(pod, container) or bool(st.get("restartCount"))
+            restarted = _restarted(st)
             started = _started_at(st)
             if st and started is None and not (st.get("state") or {}).get("terminated"):
                 pass  # waiting, never ran: no current log to read
