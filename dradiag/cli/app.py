@@ -56,6 +56,25 @@ def _register_commands() -> None:
 _register_commands()
 
 
+class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is now, not the stream of the first run.
+
+    ``run()`` may be called many times in one process (tests, the demo); a handler
+    holding the first ``sys.stderr`` would write to a closed stream later.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        pass
+
+
 class _StderrFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         level = "warning" if record.levelno == logging.WARNING else record.levelname.lower()
@@ -63,7 +82,7 @@ class _StderrFormatter(logging.Formatter):
 
 
 def _configure_logging() -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _CurrentStderrHandler()
     handler.setFormatter(_StderrFormatter())
     root = logging.getLogger("dradiag")
     root.handlers[:] = [handler]

