@@ -191,6 +191,9 @@ class WalkOptions:
     """The moment ages are measured against; None: the snapshot's collection time, else
     its newest timestamp (``timeline.reference_now``)."""
     stuck_after: timedelta = DEFAULT_STUCK_AFTER
+    simulate: bool = True
+    """Run the allocation simulator for an unallocated claim (every node: seconds on a
+    5,000-node cluster). ``scan`` turns it off and relies on the scheduler's evidence."""
 
 
 # -- rulebook and matcher (other engineers' modules; optional at run time) ---------------
@@ -384,6 +387,8 @@ class _Walk:
     _hits: list[_Hit] | None = None
     _plugin: dict[str, ph.PluginHealth] = field(default_factory=dict)
     _publication_nodes: list[str] | None = None
+    selection_cache: dict[tuple[str, str], list[Finding]] | None = None
+    """Shared by ``scan``: claims with the same spec in a namespace select alike."""
 
     # identity -------------------------------------------------------------------------
     @property
@@ -708,12 +713,30 @@ MAX_POOL_FINDINGS = 5
 """Pool problems listed for an unplaced claim before the rest are only counted."""
 
 
+_CANDIDATE_POOL_CACHE: dict[tuple[int, tuple[str, ...]], tuple[Snapshot, list[Finding]]] = {}
+"""Per (snapshot, drivers): the cluster-wide pool findings every unplaced claim shares.
+Holds the snapshot itself so its id cannot be reused while cached; at most a few entries."""
+
+
 def _candidate_pool_findings(snap: Snapshot, drivers: Sequence[str]) -> list[Finding]:
     """Pool problems of every pool of the claim's drivers, for a claim not yet placed.
 
     An incomplete or invalid pool blocks this claim only when it leaves the driver no
-    usable pool at all; otherwise the claim may fit elsewhere and it is a warning.
+    usable pool at all; otherwise the claim may fit elsewhere and it is a warning. The
+    answer is the same for every unplaced claim of a snapshot, so it is computed once.
     """
+    key = (id(snap), tuple(drivers))
+    cached = _CANDIDATE_POOL_CACHE.get(key)
+    if cached is not None and cached[0] is snap:
+        return list(cached[1])
+    found = _compute_candidate_pool_findings(snap, drivers)
+    if len(_CANDIDATE_POOL_CACHE) >= 4:
+        _CANDIDATE_POOL_CACHE.pop(next(iter(_CANDIDATE_POOL_CACHE)))
+    _CANDIDATE_POOL_CACHE[key] = (snap, found)
+    return list(found)
+
+
+def _compute_candidate_pool_findings(snap: Snapshot, drivers: Sequence[str]) -> list[Finding]:
     pools = sorted({p for p in snap.pools() if p[0] in drivers})
     if not pools:
         return []
@@ -867,15 +890,25 @@ def _selection_analysis(walk: _Walk) -> list[Finding] | None:
     to_findings = getattr(selection, "selection_findings", None)
     if analyze is None or to_findings is None:
         return None
+    key = None
+    if walk.selection_cache is not None:
+        import json
+
+        key = (namespace_of(walk.claim), json.dumps(walk.claim.get("spec") or {}, sort_keys=True))
+        if key in walk.selection_cache:
+            return list(walk.selection_cache[key])
     result = analyze(
         walk.snapshot,
         walk.claim.get("spec") or {},
         namespace=namespace_of(walk.claim),
-        claim_name=None if walk.synthesized else name_of(walk.claim),
+        claim_name=None if walk.synthesized or key is not None else name_of(walk.claim),
         # Classes were collected (checked by the caller): a missing one is real.
         builtin_classes_fallback=False,
     )
-    return list(to_findings(result))
+    findings = list(to_findings(result))
+    if key is not None and walk.selection_cache is not None:
+        walk.selection_cache[key] = findings
+    return findings
 
 
 def phase_selection(walk: _Walk) -> PhaseResult:
@@ -978,7 +1011,7 @@ def _allocation_simulation(walk: _Walk) -> list[Finding] | None:
     return list(findings()) if callable(findings) else None
 
 
-def phase_allocation(walk: _Walk) -> PhaseResult:
+def phase_allocation(walk: _Walk, selection: PhaseResult | None = None) -> PhaseResult:
     """``status.allocation`` and the reservation for each pod, or why the scheduler failed."""
     phase = Phase.ALLOCATION
     findings: list[Finding] = []
@@ -1093,9 +1126,11 @@ def phase_allocation(walk: _Walk) -> PhaseResult:
                 identifiers=(("pod", _pod_key(pod)),),
             )
         )
-    simulated = _allocation_simulation(walk)
-    if simulated:
-        findings += simulated
+    # The simulator explains an allocation failure; when selection already broke (nothing
+    # matches), the verdict is decided earlier and the simulation would only repeat it.
+    selection_broken = selection is not None and selection.status is PhaseStatus.BROKEN
+    if walk.options.simulate and pending and not selection_broken:
+        findings += _allocation_simulation(walk) or []
     if any(f.severity is Severity.ERROR for f in findings):
         return _result(walk.rulebook, phase, findings, PhaseStatus.OK)
     if not saw_evidence and pending:
@@ -1860,6 +1895,7 @@ def walk_claim(
     *,
     options: WalkOptions | None = None,
     pods: Sequence[K8sObject] | None = None,
+    selection_cache: dict[tuple[str, str], list[Finding]] | None = None,
 ) -> Diagnosis:
     """Diagnose one claim object (real or synthesized) through the seven phases."""
     walk = _Walk(
@@ -1869,10 +1905,11 @@ def walk_claim(
         pods=list(pods) if pods is not None else snapshot.pods_for_claim(claim),
         rulebook=_rulebook(),
         synthesized=is_synthesized(claim),
+        selection_cache=selection_cache,
     )
     publication = phase_publication(walk)
     selection = phase_selection(walk)
-    allocation = phase_allocation(walk)
+    allocation = phase_allocation(walk, selection)
     prepare = phase_prepare(walk)
     injection = phase_injection(walk, prepare)
     workload = phase_workload(walk, injection)
@@ -2076,13 +2113,16 @@ def scan(
     node-level publication problems, sorted by phase."""
     from dradiag.diagnosis.model import VerdictStatus
 
+    base = options or WalkOptions()
+    options = WalkOptions(now=base.now, stuck_after=base.stuck_after, simulate=False)
+    cache: dict[tuple[str, str], list[Finding]] = {}
     out: list[Diagnosis] = []
     for claim in snapshot.claims:
         if namespace is not None and namespace_of(claim) != namespace:
             continue
         if _quick_healthy(snapshot, claim):
             continue
-        diagnosis = walk_claim(snapshot, claim, options=options)
+        diagnosis = walk_claim(snapshot, claim, options=options, selection_cache=cache)
         if diagnosis.verdict.status is not VerdictStatus.OK:
             out.append(diagnosis)
     for pod in snapshot.pods:
@@ -2092,7 +2132,9 @@ def scan(
             continue
         for pc in resolve_pod_claims(snapshot, pod):
             if pc.synthesized and pc.claim is not None:
-                diagnosis = walk_claim(snapshot, pc.claim, options=options, pods=[pod])
+                diagnosis = walk_claim(
+                    snapshot, pc.claim, options=options, pods=[pod], selection_cache=cache
+                )
                 if diagnosis.verdict.status is not VerdictStatus.OK:
                     out.append(diagnosis)
     if include_nodes:
