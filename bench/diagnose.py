@@ -303,6 +303,9 @@ def main() -> None:
     parser.add_argument("--out", default="/tmp/dradiag-bench-diagnose")
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--profile", action="store_true", help="print the load profile")
+    parser.add_argument(
+        "--scan", action="store_true", help="also time `dradiag scan -A` over the whole snapshot"
+    )
     args = parser.parse_args()
     out = Path(args.out)
     marker = out / ".complete"
@@ -404,6 +407,22 @@ def main() -> None:
         f"exit {proc.returncode}, verdict {verdict.get('phase')} {verdict.get('rule')} "
         f"(target ≤ 2 s)"
     )
+
+    if args.scan:
+        cmd = [str(exe), "scan", "-A", "--from", str(out), "-o", "json"]
+        t = time.perf_counter()
+        before = os.times()
+        proc = subprocess.run(cmd, capture_output=True, check=False)
+        wall = time.perf_counter() - t
+        after = os.times()
+        cpu = (after.children_user - before.children_user) + (
+            after.children_system - before.children_system
+        )
+        rows = len(json.loads(proc.stdout)["items"]) if proc.stdout else 0
+        print(
+            f"CLI `dradiag scan -A --from <dir> -o json`: {wall:.1f} s wall, {cpu:.1f} s CPU, "
+            f"{rows} unhealthy rows, exit {proc.returncode}"
+        )
 
 
 if __name__ == "__main__":
