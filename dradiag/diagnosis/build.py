@@ -1602,13 +1602,11 @@ def _leaked_by_other_claim(walk: _Walk, prepare: PhaseResult) -> list[Finding]:
                     *extra_evidence[:2],
                 ),
                 next=(
-                    f"dradiag claim {other_key}"
-                    if other is not None
-                    else "kubectl exec -n <driver namespace> <plugin pod> -c gpus -- cat "
-                    "/var/lib/kubelet/plugins/gpu.nvidia.com/checkpoint.json",
-                    "kubectl exec -n <driver namespace> <plugin pod> -c gpus -- cat "
-                    "/var/lib/kubelet/plugins/gpu.nvidia.com/checkpoint.json  (PrepareStarted "
-                    f"entries naming claim {other_uid})",
+                    *((f"dradiag claim {other_key}",) if other is not None else ()),
+                    "kubectl exec -n <driver namespace> <kubelet-plugin pod on the node> -c gpus "
+                    "-- cat /var/lib/kubelet/plugins/gpu.nvidia.com/checkpoint.json  "
+                    f"(entries for claim UID {other_uid})",
+                    "nvidia-smi mig -lgi on the node  (a GPU instance no prepared claim owns)",
                 ),
                 identifiers=(("claim UID", other_uid), ("claim", other_key)),
             )

@@ -83,8 +83,8 @@ def decide_verdict(target: Target, phases: Sequence[PhaseResult]) -> Verdict:
             phase=phase_result.phase,
             rule=finding.rule,
             summary=_sentence(
-                f"{who} is broken at {phase_result.phase.value}{where}: {finding.title} — "
-                f"{finding.detail.split('. ')[0]}"
+                f"{who} is broken at {phase_result.phase.value}{where}: {finding.title}"
+                + (f" ({other})" if (other := dict(finding.identifiers).get("claim")) else "")
             ),
             next=finding.next,
         )

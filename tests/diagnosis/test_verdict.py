@@ -81,6 +81,7 @@ def test_cross_claim_unprepare_cause_decides():
                 severity=Severity.ERROR,
                 title="another claim's devices were never released on the node",
                 detail="Prepare of ml/train-gpu fails because ResourceClaim ml/old is stuck. More.",
+                identifiers=(("claim UID", "u-old"), ("claim", "ml/old")),
             ),
         ),
     )
