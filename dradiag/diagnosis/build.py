@@ -1332,7 +1332,11 @@ def phase_prepare(walk: _Walk) -> PhaseResult:
         return _result(
             walk.rulebook, phase, findings, PhaseStatus.NOT_REACHED, "Prepare in progress"
         )
-    return _result(walk.rulebook, phase, findings, PhaseStatus.OK)
+    prepared = sorted(
+        {str((p.get("spec") or {}).get("nodeName")) for p in bound if _pod_started(p)}
+    )
+    summary = f"prepared on {', '.join(prepared)}" if prepared else ""
+    return _result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)
 
 
 def _waiting_summary(pod: K8sObject) -> str:
@@ -1407,7 +1411,8 @@ def phase_injection(walk: _Walk, prepare: PhaseResult) -> PhaseResult:
                     identifiers=tuple(("CDI device ID", c) for c in cdi[:4]),
                 )
             )
-    return _result(walk.rulebook, phase, findings, PhaseStatus.OK)
+    summary = f"CDI {', '.join(cdi[:2])}" + (" …" if len(cdi) > 2 else "") if cdi else ""
+    return _result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)
 
 
 # -- 6. workload -----------------------------------------------------------------------
@@ -1498,7 +1503,11 @@ def phase_workload(walk: _Walk, injection: PhaseResult) -> PhaseResult:
                     ),
                 )
             )
-    return _result(walk.rulebook, phase, findings, base)
+    running = [
+        f"{_pod_key(p)}" for p in walk.bound_pods() if _pod_all_running(p) and not _pod_done(p)
+    ]
+    summary = f"running: {', '.join(running[:3])}" + (" …" if len(running) > 3 else "")
+    return _result(walk.rulebook, phase, findings, base, summary if running else "")
 
 
 # -- 7. unprepare ----------------------------------------------------------------------
