@@ -6,7 +6,14 @@ Devices: synthetic NVIDIA devices (15 attributes, 3 capacities; 10 % with anothe
 whose attributes are fully qualified under gpu.nvidia.com so every expression evaluates
 without error; 40 % MIG). Each engine compiles once and evaluates every prebuilt
 activation; the activation build is timed separately. Memoization is off except in the
-last line. cel-python is slow, so it runs on a sample and is reported per second.
+last table. cel-python is slow, so it runs on a sample and is reported per second.
+
+dradiag is timed three ways: ``sweep`` (the batch API: one generated loop over all devices,
+one result per device; the headline figure and the one the ratios use), ``select`` (batch,
+matched indexes and errors by index) and ``matches`` called once per device. The memoized
+table uses a fleet of 4 GPU models with one driver version: ``sweep(memoize=True)`` warm
+(devices already classified, results cached: later sweeps) and cold (first sweep: each
+device classified, each distinct tuple evaluated once), and the per-device ``memoized()``.
 
 cel-expr-python without protobuf (not installed here) cannot hold custom types, so
 quantities and versions reach it as tagged strings ("Q:<nanos>", "S:<version>") handled by
@@ -111,7 +118,16 @@ def bench_dradiag(raw: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
             return n
 
         seconds, matched = timed(run, repeat=5)
-        out[key] = {"rate": len(devices) / seconds, "matched": matched, "compile_ms": compile_ms}
+        sweep_s, swept = timed(lambda sel=sel: sel.sweep(devices), repeat=5)
+        select_s, (indexes, errors) = timed(lambda sel=sel: sel.select(devices), repeat=5)
+        assert swept.count(True) == len(indexes) == matched and not errors, key
+        out[key] = {
+            "rate": len(devices) / sweep_s,
+            "select_rate": len(devices) / select_s,
+            "matches_rate": len(devices) / seconds,
+            "matched": matched,
+            "compile_ms": compile_ms,
+        }
     return out
 
 
@@ -262,18 +278,34 @@ def bench_celpy(raw: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------
-def bench_memoized(n: int) -> dict[str, float]:
+def bench_memoized(n: int) -> dict[str, dict[str, float]]:
     raw = make_devices(n, seed=11, models=4, vary_driver=False)
     devices = [cel_device(driver, d) for driver, d in raw]
-    out = {}
+    out: dict[str, dict[str, float]] = {}
     for key, expr in EXPRESSIONS.items():
         sel = compile_selector(expr)
+        plain_s, plain = timed(lambda sel=sel: sel.sweep(devices))
+        # Cold: no device classified for this selector's read keys, no result cached.
+        cold = []
+        for _ in range(3):
+            for d in devices:
+                d.memo_keyset, d.memo_more = None, None
+            sel._memo_results = None
+            t0 = time.perf_counter()
+            sel.sweep(devices, memoize=True)
+            cold.append(time.perf_counter() - t0)
+        warm_s, warm = timed(lambda sel=sel: sel.sweep(devices, memoize=True))
+        assert warm == plain, key
         memo = sel.memoized()
-        seconds, matched = timed(lambda memo=memo: sum(1 for d in devices if memo(d)))
-        plain = sum(1 for d in devices if sel.matches(d))
-        assert matched == plain
-        out[key] = len(devices) / seconds
-        out[key + "_distinct"] = len(memo.cache)  # type: ignore[attr-defined]
+        call_s, called = timed(lambda memo=memo: sum(1 for d in devices if memo(d)))
+        assert called == plain.count(True), key
+        out[key] = {
+            "plain": n / plain_s,
+            "warm": n / warm_s,
+            "cold": n / min(cold),
+            "call": n / call_s,
+            "distinct": len(memo.cache),  # type: ignore[attr-defined]
+        }
     return out
 
 
@@ -293,19 +325,28 @@ def main() -> None:
 
     print(f"activation µs/device: dradiag {dr['activation_us']:.1f}, cel-expr-python {cx['activation_us']:.1f}, "
           f"cel-python {cp['activation_us']:.1f}")
-    print(f"{'expr':4} {'dradiag evals/s':>16} {'cel-expr-python':>16} {'cel-python':>12} {'vs cel-expr':>12} {'vs cel-python':>14}  matches (dradiag/cel-expr) compile ms")
+    print("evals/s; ratios are dradiag sweep (batch) ÷ the other engine")
+    print(f"{'expr':4} {'sweep (batch)':>14} {'select':>11} {'matches/dev':>12} {'cel-expr-py':>12} {'cel-python':>11}"
+          f" {'vs cel-expr':>12} {'vs cel-python':>14} {'matches vs':>11}  matched  compile ms")
     for key in EXPRESSIONS:
         d, x, p = dr[key], cx[key], cp[key]
         assert d["matched"] == x["matched"], f"{key}: dradiag {d['matched']} vs cel-expr-python {x['matched']}"
         assert dr_sample[key]["matched"] == p["matched"], f"{key}: dradiag vs cel-python on the sample"
         print(
-            f"{key:4} {d['rate']:>16,.0f} {x['rate']:>16,.0f} {p['rate']:>12,.0f} {d['rate'] / x['rate']:>11.1f}x "
-            f"{d['rate'] / p['rate']:>13,.0f}x  {d['matched']}/{x['matched']}  {d['compile_ms']:.2f}"
+            f"{key:4} {d['rate']:>14,.0f} {d['select_rate']:>11,.0f} {d['matches_rate']:>12,.0f} {x['rate']:>12,.0f}"
+            f" {p['rate']:>11,.0f} {d['rate'] / x['rate']:>11.1f}x {d['rate'] / p['rate']:>13,.0f}x"
+            f" {d['matches_rate'] / x['rate']:>10.1f}x  {d['matched']:>7}  {d['compile_ms']:.2f}"
         )
     memo = bench_memoized(args.devices)
-    print(f"memoized, {args.devices:,} devices of 4 GPU models (differ in uuid/pciBusID):")
+    print(f"memoized, {args.devices:,} devices of 4 GPU models (differ in uuid/pciBusID); evals/s")
+    print(f"{'expr':4} {'plain sweep':>12} {'memo warm':>11} {'memo cold':>11} {'memoized()':>11}"
+          f" {'warm vs cel-expr':>17} {'warm vs cel-python':>19}  distinct tuples")
     for key in EXPRESSIONS:
-        print(f"  {key}: {memo[key]:,.0f} evals/s ({int(memo[key + '_distinct'])} distinct read-value tuples evaluated)")
+        m = memo[key]
+        print(
+            f"{key:4} {m['plain']:>12,.0f} {m['warm']:>11,.0f} {m['cold']:>11,.0f} {m['call']:>11,.0f}"
+            f" {m['warm'] / cx[key]['rate']:>16.1f}x {m['warm'] / cp[key]['rate']:>18,.0f}x  {int(m['distinct'])}"
+        )
 
 
 if __name__ == "__main__":

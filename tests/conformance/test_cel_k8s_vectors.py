@@ -77,3 +77,88 @@ def test_vector(vector: dict[str, Any], list_gate: bool) -> None:
 
 def test_every_vector_is_run() -> None:
     assert len(_load()) >= 80
+
+
+# --------------------------------------------------------------------------------------
+# Batch API: sweep/select (plain and memoized) equal matches on every device
+# --------------------------------------------------------------------------------------
+def _device(vector: dict[str, Any]) -> Any:
+    return cel_device(
+        vector["driver"],
+        {
+            "name": vector["name"],
+            "attributes": _attributes(vector),
+            "capacity": vector.get("capacity") or {},
+            "allowMultipleAllocations": vector.get("allowMultipleAllocations"),
+        },
+    )
+
+
+def _outcome(value: Any) -> Any:
+    """True/False, or the error's class and message."""
+    if isinstance(value, CelRuntimeError):
+        return (type(value).__name__, str(value))
+    assert value is True or value is False, value
+    return value
+
+
+def _per_device(selector: Any, devices: list[Any]) -> list[Any]:
+    out = []
+    for device in devices:
+        try:
+            out.append(selector.matches(device))
+        except CelRuntimeError as exc:
+            out.append(exc)
+    return [_outcome(v) for v in out]
+
+
+def _memoized_per_device(selector: Any, devices: list[Any]) -> list[Any]:
+    fn = selector.memoized()
+    out = []
+    for device in devices:
+        try:
+            out.append(fn(device))
+        except CelRuntimeError as exc:
+            out.append(exc)
+    return [_outcome(v) for v in out]
+
+
+def assert_batch_equals_matches(selector: Any, devices: list[Any]) -> None:
+    expected = _per_device(selector, devices)
+    assert [_outcome(v) for v in selector.sweep(devices)] == expected
+    for memoize in (False, True):
+        matched, errors = selector.select(devices, memoize=memoize)
+        assert matched == [i for i, v in enumerate(expected) if v is True]
+        assert [(i, _outcome(e)) for i, e in errors] == [
+            (i, v) for i, v in enumerate(expected) if isinstance(v, tuple)
+        ]
+    # Twice: the first memoized sweep classifies and evaluates, the second hits.
+    assert [_outcome(v) for v in selector.sweep(devices, memoize=True)] == expected
+    assert [_outcome(v) for v in selector.sweep(devices, memoize=True)] == expected
+    assert _memoized_per_device(selector, devices) == expected
+    assert selector.sweep([]) == [] and selector.select([]) == ([], [])
+
+
+ALL_DEVICES = [_device(v) for v in _load()]
+
+
+@pytest.mark.parametrize(("vector", "list_gate"), CASES)
+def test_vector_batch(vector: dict[str, Any], list_gate: bool) -> None:
+    """Each vector's selector swept over every vector's device, its own included, in one batch."""
+    try:
+        selector = compile_selector(
+            vector["expression"],
+            environment=vector["env"],
+            list_type_attributes=list_gate,
+            consumable_capacity=bool(vector["features"].get("consumableCapacity")),
+        )
+    except CelCompileError:
+        return
+    # Each device twice, in two orders: results must not depend on the previous device.
+    devices = ALL_DEVICES + ALL_DEVICES[::-1]
+    if "cost limit" in str(vector.get("error_substring")):
+        # Up to a second per evaluation: its own device, the plain sweep only.
+        devices = [_device(vector)]
+        assert [_outcome(v) for v in selector.sweep(devices)] == _per_device(selector, devices)
+        return
+    assert_batch_equals_matches(selector, devices)

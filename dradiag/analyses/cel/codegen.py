@@ -29,6 +29,7 @@ from typing import Any
 
 from . import regex, runtime
 from .checker import CheckResult
+from .environment import value_key
 from .errors import CelCompileError, CelError, CelRuntimeError, CostLimitExceeded
 from .functions import DECLARATIONS, GLOBAL_IMPLS, OPERATOR_IMPLS, RECEIVER_IMPLS
 from .parser import (
@@ -49,7 +50,14 @@ from .quantity import Quantity
 from .semver import Semver
 from .typesys import BOOL, DEVICE, T
 
-__all__ = ["generate", "COST_LIMIT", "GeneratedCode"]
+__all__ = ["generate", "COST_LIMIT", "GeneratedCode", "FUNCTION", "SWEEP", "SELECT"]
+
+# What generate() emits: one function of a device, or a loop over a sequence of devices
+# with the expression inlined in its body (the batch API), returning one result per device
+# (SWEEP) or the indexes that matched and the errors by index (SELECT).
+FUNCTION = "function"
+SWEEP = "sweep"
+SELECT = "select"
 
 _NAME_RE = re.compile(r"\b_[A-Za-z][A-Za-z0-9_]*\b")
 _EMPTY_VARS: dict[str, Any] = {}
@@ -61,6 +69,7 @@ _ORDER_OPS = {"_<_": "<", "_<=_": "<=", "_>_": ">", "_>=_": ">="}
 _CMP_HELPERS = {"_<_": "_lt", "_<=_": "_le", "_>_": "_gt", "_>=_": "_ge"}
 _SIZE_COST_FUNCS = {"lowerAscii", "upperAscii", "trim", "substring", "quantity", "url"}
 _SIZE2_COST_FUNCS = {"replace", "split"}
+_ASCII_CASE = {"lowerAscii": "lower", "upperAscii": "upper"}
 _TRAVERSAL_COST_FUNCS = {"isSorted", "sum", "max", "min", "indexOf", "lastIndexOf"}
 _DEVICE_FIELDS = {
     "driver": "driver",
@@ -137,8 +146,11 @@ class GeneratedCode:
 
 
 class _Gen:
-    def __init__(self, expression: str, checked: CheckResult, *, selector: bool, validate_regex: bool) -> None:
+    def __init__(
+        self, expression: str, checked: CheckResult, *, selector: bool, validate_regex: bool, mode: str = FUNCTION
+    ) -> None:
         self.expression = expression
+        self.mode = mode
         self.checked = checked
         self.selector = selector
         self.validate_regex = validate_regex
@@ -151,10 +163,25 @@ class _Gen:
         self.metered = False
         self.root: Node | None = None
         self.lazy: dict[str, tuple[Node, dict[str, str]]] = {}
+        self.returned = False  # the root already returned its result on every path
 
     # helpers ----------------------------------------------------------------------------
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
+
+    def ret(self, expr: str) -> None:
+        """The device's result is ``expr``: return it, or record it and go to the next device."""
+        if self.mode == FUNCTION:
+            self.emit(f"return {expr}")
+        elif self.mode == SWEEP:
+            self.emit(f"_ap({expr})")
+            self.emit("continue")
+        else:
+            if expr == "True":
+                self.emit("_ap(_i)")
+            elif expr != "False":
+                self.emit(f"if {expr}: _ap(_i)")
+            self.emit("continue")
 
     def tmp(self, prefix: str = "_t") -> str:
         self.counter += 1
@@ -277,12 +304,42 @@ class _Gen:
             and self.is_device(node.operand, scope)
         )
 
+    def domain_of(self, node: Node, scope: dict[str, str]) -> tuple[str, str] | None:
+        """``(kind, domain)`` when ``node`` is ``device.attributes[<literal>]`` or ``device.capacity.<field>``."""
+        if isinstance(node, Index) and not node.optional and self.is_domain_map(node.operand, scope):
+            if isinstance(node.index, Literal) and node.index.kind == "string":
+                field = node.operand.field  # type: ignore[attr-defined]
+                return ("attribute" if field == "attributes" else "capacity", str(node.index.value))
+        if isinstance(node, Select) and not node.optional and not node.test_only and self.is_domain_map(node.operand, scope):
+            field = node.operand.field  # type: ignore[attr-defined]
+            return ("attribute" if field == "attributes" else "capacity", node.field)
+        return None
+
+    def value_key(self, node: Node, name: str, scope: dict[str, str]) -> str | None:
+        """The constant naming ``node[name]`` in ``device.shape`` when ``node`` is a literal domain."""
+        domain = self.domain_of(node, scope)
+        if domain is None:
+            return None
+        return self.const(value_key(domain[0], domain[1], name), "key")
+
+    def flat_lookup(self, key: str, name: str) -> str:
+        value = self.tmp()
+        self.emit(f"{value} = device.shape.get({key})")
+        self.emit(f"if {value} is None: raise _nokey({name!r})")
+        self.emit(f"{value} = device.vals[{value}]")
+        return value
+
     def gen_select(self, node: Select, scope: dict[str, str]) -> str:
         if self.is_device(node.operand, scope) and not node.optional:
             if node.test_only:
                 return "True"
             return f"device.{_DEVICE_FIELDS[node.field]}"
         operand_type = self.type_of(node.operand)
+        if not node.optional and operand_type.kind == "map":
+            # device.attributes['d'].x: one lookup in device.values, same result and error.
+            key = self.value_key(node.operand, node.field, scope)
+            if key is not None:
+                return f"({key} in device.shape)" if node.test_only else self.flat_lookup(key, node.field)
         operand = self.gen(node.operand, scope)
         if node.optional:
             return f"_opt_select({operand}, {node.field!r})"
@@ -300,6 +357,13 @@ class _Gen:
         return f"_select({operand}, {node.field!r})"
 
     def gen_index(self, node: Index, scope: dict[str, str]) -> str:
+        if not node.optional and isinstance(node.index, Literal) and node.index.kind == "string":
+            operand_type = self.type_of(node.operand)
+            if operand_type.kind == "map" and operand_type.params[0].kind == "string":
+                name = str(node.index.value)
+                flat = self.value_key(node.operand, name, scope)
+                if flat is not None:
+                    return self.flat_lookup(flat, name)
         operand_expr, key = self.gen_args([node.operand, node.index], scope)
         if node.optional:
             return f"_opt_index({operand_expr}, {key})"
@@ -387,6 +451,10 @@ class _Gen:
             return self.raise_expr("no such overload")
         if self.metered and args:
             self.add_dynamic_cost(fn, args)
+        if receiver and fn in _ASCII_CASE and len(args) == 1:
+            # stdlib.lower_ascii/upper_ascii inlined: str.lower() is exact on ASCII text.
+            s = self.name_of(args[0])
+            return f"({s}.{_ASCII_CASE[fn]}() if {s}.__class__ is str and {s}.isascii() else {self.const(impl, 'fn')}({s}))"
         return f"{self.const(impl, 'fn')}({', '.join(args)})"
 
     def add_dynamic_cost(self, fn: str, args: list[str]) -> None:
@@ -464,6 +532,17 @@ class _Gen:
                 fast = f"({target}.nanos > {n})"
             else:
                 fast = f"({target}.nanos < {n})"
+        elif not value.pre:
+            # A release constant: Semver.compare reduces to comparing (major, minor, patch),
+            # with a pre-release of the same core sorting below it.
+            cls = "_Semver"
+            core = repr(value._key)
+            if node.function == "compareTo":
+                fast = f"((({target}._key > {core}) - ({target}._key < {core})) if {target}._key != {core} else -({target}.pre != ()))"
+            elif node.function == "isGreaterThan":
+                fast = f"({target}._key > {core})"
+            else:
+                fast = f"(({target}._key < {core}) if {target}._key != {core} else ({target}.pre != ()))"
         else:
             cls = "_Semver"
             if node.function == "compareTo":
@@ -510,6 +589,11 @@ class _Gen:
             return f"{_CMP_HELPERS[fn]}({a}, {b})"
         if fn == "@in":
             if tb.kind == "map" and ta.kind == "string":
+                lhs = node.args[0]
+                if isinstance(lhs, Literal) and lhs.kind == "string":
+                    flat = self.value_key(node.args[1], str(lhs.value), scope)
+                    if flat is not None:
+                        return f"({flat} in device.shape)"
                 return f"({a} in {b})"
             return f"_in({a}, {b})"
         if same_prim:
@@ -560,28 +644,64 @@ class _Gen:
         return result
 
     def gen_logic_returning(self, terms: list[Node], is_and: bool, scope: dict[str, str]) -> str:
-        """The root ``&&``/``||``: return as soon as a term decides the result."""
+        """The root ``&&``/``||``: return as soon as a term decides the result.
+
+        The first error is kept until no later term can decide. The last term decides alone
+        when no error can have been kept: its value, or its error, is the result.
+        """
         absorbing = "False" if is_and else "True"
         other = "True" if is_and else "False"
+        decides = "not " if is_and else ""
         err = self.tmp("_e")
-        self.emit(f"{err} = None")
-        for term in terms:
-            if _cannot_fail(term, self.checked) and self.type_of(term) == BOOL:
+        err_at = (len(self.lines), "    " * self.depth)
+        err_used = False
+        for i, term in enumerate(terms):
+            is_bool = self.type_of(term) == BOOL
+            if _cannot_fail(term, self.checked) and is_bool:
                 expr = self.gen(term, scope)
-                self.emit(f"if {'not ' if is_and else ''}{expr}: return {absorbing}")
+                self.emit(f"if {decides}{expr}:")
+                self.depth += 1
+                self.ret(absorbing)
+                self.depth -= 1
                 continue
-            value = self.tmp()
+            if i == len(terms) - 1 and is_bool:
+                if not err_used:
+                    self.ret(self.gen(term, scope))
+                    self.returned = True
+                    return other
+                self.emit(f"if {err} is None:")
+                self.depth += 1
+                self.ret(self.gen(term, scope))
+                self.depth -= 1
+            err_used = True
             self.emit("try:")
             self.depth += 1
             expr = self.gen(term, scope)
+            if is_bool:
+                self.emit(f"if {decides}{expr}:")
+                self.depth += 1
+                self.ret(absorbing)
+                self.depth -= 1
+                self.depth -= 1
+                self.emit("except _CelError as _x:")
+                self.emit(f"    if {err} is None: {err} = _x")
+                continue
+            value = self.tmp()
             self.emit(f"{value} = {expr}")
             self.depth -= 1
             self.emit("except _CelError as _x:")
             self.emit(f"    {value} = _x")
             self.emit(f"if {value} is not {other}:")
-            self.emit(f"    if {value} is {absorbing}: return {absorbing}")
-            self.emit(f"    if {err} is None: {err} = {value} if isinstance({value}, _CelError) else _noov()")
-        self.emit(f"if {err} is not None: raise {err}")
+            self.depth += 1
+            self.emit(f"if {value} is {absorbing}:")
+            self.depth += 1
+            self.ret(absorbing)
+            self.depth -= 1
+            self.emit(f"if {err} is None: {err} = {value} if isinstance({value}, _CelError) else _noov()")
+            self.depth -= 1
+        if err_used:
+            self.lines.insert(err_at[0], f"{err_at[1]}{err} = None")
+            self.emit(f"if {err} is not None: raise {err}")
         return other
 
     def gen_ternary(self, node: Call, scope: dict[str, str]) -> str:
@@ -831,32 +951,72 @@ def generate(
     *,
     selector: bool,
     validate_regex: bool = True,
+    mode: str = FUNCTION,
 ) -> GeneratedCode:
-    """Return the source of ``def _cel(device, _vars)`` evaluating ``root``."""
-    gen = _Gen(expression, checked, selector=selector, validate_regex=validate_regex)
+    """Return the source of ``def _cel(device, _vars)`` evaluating ``root``.
+
+    With ``mode`` SWEEP or SELECT (selectors only), ``_cel(devices)`` loops over a sequence
+    of devices with the evaluation inlined in the loop body (no call per device; helpers and
+    constants bound once): SWEEP returns one result per device, True/False or the
+    ``CelRuntimeError`` the FUNCTION form would raise; SELECT returns the indexes that
+    matched and ``(index, error)`` pairs. Any other exception propagates, as from FUNCTION.
+    """
+    if mode not in (FUNCTION, SWEEP, SELECT) or (mode != FUNCTION and not selector):
+        raise ValueError(f"cannot generate {mode!r} code for this expression")
+    batch = mode != FUNCTION
+    gen = _Gen(expression, checked, selector=selector, validate_regex=validate_regex, mode=mode)
     gen.metered = _has_comprehension(root)
     gen.root = root
+    base = 3 if batch else 1
+    gen.depth = base
     body_expr = gen.gen(root, {})
+    if gen.metered:
+        gen.emit(f"if _cost > {COST_LIMIT}: raise _CostExceeded()")
+    root_type = checked.type_of(root)
+    if not gen.returned:
+        gen.ret(f"_to_bool({body_expr})" if selector and root_type != BOOL else body_expr)
     body = gen.lines
     namespace = dict(BASE_NAMESPACE)
     namespace.update(gen.consts)
     namespace["_EMPTY_VARS"] = _EMPTY_VARS
     # Bind the helpers the body uses as parameter defaults: locals are cheaper than globals.
-    text = "\n".join(body) + body_expr + " _RtErr _to_bool _CostExceeded"
+    text = "\n".join(body) + " _RtErr _to_bool _CostExceeded"
     used = sorted(n for n in set(_NAME_RE.findall(text)) if n in namespace)
     params = "".join(f", {n}={n}" for n in used)
-    lines = [f"def _cel(device, _vars=_EMPTY_VARS{params}):"]
+    indent = "    " * base
+    prologue = []
     if selector:
         # An attribute Kubernetes cannot convert fails every selector on the device.
-        lines.append("    if device.error is not None: raise _RtErr(device.error)")
+        prologue.append(f"{indent}if device.error is not None: raise _RtErr(device.error)")
     if gen.metered:
-        lines.append(f"    _cost = {_static_cost(root)}")
-    lines += body
-    if gen.metered:
-        lines.append(f"    if _cost > {COST_LIMIT}: raise _CostExceeded()")
-    root_type = checked.type_of(root)
-    if selector and root_type != BOOL:
-        lines.append(f"    return _to_bool({body_expr})")
+        prologue.append(f"{indent}_cost = {_static_cost(root)}")
+    if not batch:
+        lines = [f"def _cel(device, _vars=_EMPTY_VARS{params}):", *prologue, *body]
+    elif mode == SWEEP:
+        lines = [
+            f"def _cel(devices, _vars=_EMPTY_VARS{params}):",
+            "    _out = []",
+            "    _ap = _out.append",
+            "    for device in devices:",
+            "        try:",
+            *prologue,
+            *body,
+            "        except _RtErr as _x:",
+            "            _ap(_x)",
+            "    return _out",
+        ]
     else:
-        lines.append(f"    return {body_expr}")
+        lines = [
+            f"def _cel(devices, _vars=_EMPTY_VARS{params}):",
+            "    _out = []",
+            "    _errors = []",
+            "    _ap = _out.append",
+            "    for _i, device in enumerate(devices):",
+            "        try:",
+            *prologue,
+            *body,
+            "        except _RtErr as _x:",
+            "            _errors.append((_i, _x))",
+            "    return _out, _errors",
+        ]
     return GeneratedCode("\n".join(lines) + "\n", namespace, gen.metered)

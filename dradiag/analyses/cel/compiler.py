@@ -2,22 +2,29 @@
 
 ``compile_selector`` is cached by (expression, options), so the same class or request
 selector is compiled once per run. ``CompiledSelector`` evaluates one ``CelDevice``
-(``matches``), breaks the top-level ``&&``/``||`` into clauses for near-miss explanations
-(``evaluate_clauses``), names the attribute and capacity keys the expression reads
-(``read_keys``) and memoizes on their values (``memoized``): a fleet of identical GPUs that
-differ only in ``uuid`` costs one evaluation per distinct tuple of read values.
+(``matches``) or a sequence of them in one generated loop (``sweep``, ``select``), breaks the
+top-level ``&&``/``||`` into clauses for near-miss explanations (``evaluate_clauses``), names
+the attribute and capacity keys the expression reads (``read_keys``) and memoizes on their
+values (``memoized``, ``sweep(..., memoize=True)``): a fleet of identical GPUs that differ
+only in ``uuid`` costs one evaluation per distinct tuple of read values.
+
+Memoization classifies each device once per set of read keys: the tuple of values it reads
+is interned in that key set's table (``_KeySet``) and the resulting small integer is kept on
+the device (``CelDevice.memo_keyset``/``memo_class``), so a later sweep with any selector
+reading the same keys costs one slot read and one dict lookup per device, whatever the
+values are.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .checker import CheckOptions, CheckResult, check
-from .codegen import generate
-from .environment import CelDevice
+from .codegen import SELECT, SWEEP, generate
+from .environment import CelDevice, value_key
 from .errors import CelCompileError, CelError, CelRuntimeError
 from .parser import (
     Bind,
@@ -105,11 +112,91 @@ class CompiledSelector:
         self.reads_driver = reads.driver
         self.reads_allow_multiple_allocations = reads.allow_multiple
         self._reads_whole_device = reads.whole
+        self._sweep_fn: Callable[..., Any] | None = None
+        self._select_fn: Callable[..., Any] | None = None
+        self._memo_results: tuple[_KeySet, dict[int, Any]] | None = None
 
     def matches(self, device: CelDevice) -> bool:
         """True/False as kube-scheduler's ``DeviceMatches``; raise ``CelRuntimeError`` on an error."""
         result: bool = self._fn(device)
         return result
+
+    # Batch evaluation -------------------------------------------------------------------
+    def _batch(self, mode: str) -> Callable[..., Any]:
+        generated = generate(self.expression, self._root, self._checked, selector=True, mode=mode)
+        return _compile_function(generated.source, generated.namespace, self.expression)
+
+    def sweep(self, devices: Sequence[CelDevice], *, memoize: bool = False) -> list[bool | CelRuntimeError]:
+        """``matches`` on every device, in one generated loop: True, False or the ``CelRuntimeError``.
+
+        Result ``i`` is exactly what ``matches(devices[i])`` returns or raises (a runtime error
+        stays an error, never a non-match; same message, same cost limit). Any other exception
+        propagates, as from ``matches``. With ``memoize``, devices with the same values for
+        every key the expression reads share one evaluation (see ``memoized``); results are
+        kept on the selector for later sweeps.
+        """
+        if memoize:
+            return self._memo_sweep(devices)
+        fn = self._sweep_fn
+        if fn is None:
+            fn = self._sweep_fn = self._batch(SWEEP)
+        result: list[bool | CelRuntimeError] = fn(devices)
+        return result
+
+    def select(
+        self, devices: Sequence[CelDevice], *, memoize: bool = False
+    ) -> tuple[list[int], list[tuple[int, CelRuntimeError]]]:
+        """The indexes of the devices that match, and ``(index, error)`` for those that fail.
+
+        The same outcome per device as ``sweep``/``matches``; indexes are positions in
+        ``devices``, in order.
+        """
+        if memoize:
+            matched: list[int] = []
+            errors: list[tuple[int, CelRuntimeError]] = []
+            for i, r in enumerate(self._memo_sweep(devices)):
+                if r is True:
+                    matched.append(i)
+                elif r is not False:
+                    errors.append((i, r))
+            return matched, errors
+        fn = self._select_fn
+        if fn is None:
+            fn = self._select_fn = self._batch(SELECT)
+        result: tuple[list[int], list[tuple[int, CelRuntimeError]]] = fn(devices)
+        return result
+
+    def _memo_spec(self) -> tuple[Any, ...]:
+        if self._reads_whole_device or any(d is None or n is None for _, d, n in self.read_keys):
+            return ("whole",)
+        keys = sorted(self.read_keys, key=lambda k: (k[0], k[1] or "", k[2] or ""))
+        return (self.reads_driver, self.reads_allow_multiple_allocations, tuple(keys))
+
+    def _memo_sweep(self, devices: Sequence[CelDevice]) -> list[bool | CelRuntimeError]:
+        keyset = _keyset(self._memo_spec())
+        state = self._memo_results
+        if state is None or state[0] is not keyset:
+            state = self._memo_results = (keyset, {})
+        results = state[1]
+        classify = keyset.classify
+        fn = self._fn
+        missing = MISSING
+        out: list[bool | CelRuntimeError] = []
+        append = out.append
+        for device in devices:
+            if device.error is not None:
+                append(CelRuntimeError(device.error))
+                continue
+            c = device.memo_class if device.memo_keyset is keyset else classify(device)
+            r = results.get(c, missing)
+            if r is missing:
+                try:
+                    r = fn(device)
+                except CelRuntimeError as exc:
+                    r = exc
+                results[c] = r
+            append(r)
+        return out
 
     def evaluate_clauses(self, device: CelDevice) -> Clause:
         """Evaluate each operand of the top-level ``&&``/``||`` tree separately (no short-circuit)."""
@@ -138,52 +225,37 @@ class CompiledSelector:
     def memoized(self) -> Callable[[CelDevice], bool]:
         """A ``device -> bool`` that evaluates once per distinct tuple of the values read.
 
-        The key extraction is generated source too, so a cache hit costs about as much as
-        a cheap evaluation; ``.cache`` on the returned function exposes the cache.
+        A device is classified once per set of read keys (see the module docstring), so a
+        cache hit costs a slot read and a dict lookup; ``.cache`` on the returned function
+        maps each distinct tuple's class to its result (its length is the number of
+        evaluations made). A runtime error is cached and raised again for the same values.
         """
-        cache: dict[Any, Any] = {}
-        whole = self._reads_whole_device or any(d is None or n is None for _, d, n in self.read_keys)
-        lines = [
-            "def _memo(device, _cache=_cache, _fn=_fn, _M=_M, _RtErr=_RtErr, _tag=_tag, _fp=_fp):",
-            "    if device.error is not None: raise _RtErr(device.error)",
-        ]
-        if whole:
-            lines.append("    _key = _fp(device)")
-        else:
-            parts: list[str] = []
-            if self.reads_driver:
-                parts.append("device.driver")
-            if self.reads_allow_multiple_allocations:
-                parts.append("device.allow_multiple_allocations")
-            keys = sorted(self.read_keys, key=lambda k: (k[0], k[1] or "", k[2] or ""))
-            for i, (kind, domain, name) in enumerate(keys):
-                field = "attributes" if kind == "attribute" else "capacity"
-                lines.append(f"    _v{i} = device.{field}[{domain!r}].get({name!r}, _M)")
-                # 1, 1.0 and True hash alike in Python; CEL tells them apart.
-                parts.append(f"(_v{i} if _v{i}.__class__ is not tuple else _tag(_v{i}))")
-                parts.append(f"_v{i}.__class__")
-            lines.append(f"    _key = ({', '.join(parts)}{',' if len(parts) == 1 else ''})")
-        lines += [
-            "    _hit = _cache.get(_key, _M)",
-            "    if _hit is _M:",
-            "        try:",
-            "            _hit = _fn(device)",
-            "        except _RtErr as _x:",
-            "            _hit = _x",
-            "        _cache[_key] = _hit",
-            "    if _hit is True or _hit is False: return _hit",
-            "    raise _hit",
-        ]
-        namespace: dict[str, Any] = {
-            "_cache": cache,
-            "_fn": self._fn,
-            "_M": MISSING,
-            "_RtErr": CelRuntimeError,
-            "_tag": _tagged,
-            "_fp": _fingerprint,
-        }
-        exec(compile("\n".join(lines) + "\n", f"<cel memo {self.expression[:60]!r}>", "exec"), namespace)  # noqa: S102
-        evaluate: Callable[[CelDevice], bool] = namespace["_memo"]
+        keyset = _keyset(self._memo_spec())
+        cache: dict[int, Any] = {}
+
+        def evaluate(
+            device: CelDevice,
+            _ks: _KeySet = keyset,
+            _cache: dict[int, Any] = cache,
+            _fn: Callable[[CelDevice], bool] = self._fn,
+            _classify: Callable[[CelDevice], int] = keyset.classify,
+            _M: Any = MISSING,
+            _RtErr: type[CelRuntimeError] = CelRuntimeError,
+        ) -> bool:
+            if device.error is not None:
+                raise _RtErr(device.error)
+            c = device.memo_class if device.memo_keyset is _ks else _classify(device)
+            hit = _cache.get(c, _M)
+            if hit is _M:
+                try:
+                    hit = _fn(device)
+                except _RtErr as exc:
+                    hit = exc
+                _cache[c] = hit
+            if hit is True or hit is False:
+                return hit  # type: ignore[no-any-return]
+            raise hit.with_traceback(None)
+
         evaluate.cache = cache  # type: ignore[attr-defined]
         return evaluate
 
@@ -205,6 +277,88 @@ def _fingerprint(device: CelDevice) -> Any:
         tuple(sorted((d, tuple(sorted((k, _tagged(v)) for k, v in m.items()))) for d, m in device.attributes.items())),
         tuple(sorted((d, tuple(sorted((k, _tagged(v)) for k, v in m.items()))) for d, m in device.capacity.items())),
     )
+
+
+class _KeySet:
+    """Interns the tuples of values one set of read keys yields: device -> small integer.
+
+    ``classify(device)`` (generated) computes the tuple, looks it up in ``table`` and
+    records the class on the device, keeping the class of the key set used before in
+    ``memo_more``. The object itself is the token a device holds in ``memo_keyset``.
+    """
+
+    __slots__ = ("spec", "table", "classify")
+
+    def __init__(self, spec: tuple[Any, ...]) -> None:
+        self.spec = spec
+        self.table: dict[Any, int] = {}
+        self.classify: Callable[[CelDevice], int] = _classifier(self, spec)
+
+
+# A key set is replaced (devices then classify again) once it holds this many tuples.
+_KEYSET_MAX = 1 << 16
+_KEYSETS: dict[tuple[Any, ...], _KeySet] = {}
+
+
+def _keyset(spec: tuple[Any, ...]) -> _KeySet:
+    keyset = _KEYSETS.get(spec)
+    if keyset is None or len(keyset.table) > _KEYSET_MAX:
+        if len(_KEYSETS) > 4096:
+            _KEYSETS.clear()
+        keyset = _KEYSETS[spec] = _KeySet(spec)
+    return keyset
+
+
+def _classifier(keyset: _KeySet, spec: tuple[Any, ...]) -> Callable[[CelDevice], int]:
+    lines = [
+        "def _classify(device, _ks=_ks, _table=_table, _M=_M, _tag=_tag, _fp=_fp):",
+        "    _more = device.memo_more",
+        "    if _more is not None and _ks in _more:",
+        "        _c = _more.pop(_ks)",
+        "    else:",
+    ]
+    if spec == ("whole",):
+        lines.append("        _key = _fp(device)")
+    else:
+        reads_driver, reads_allow_multiple, keys = spec
+        parts: list[str] = []
+        if reads_driver:
+            parts.append("device.driver")
+        if reads_allow_multiple:
+            parts.append("device.allow_multiple_allocations")
+        lines.append("        _shape = device.shape")
+        lines.append("        _vals = device.vals")
+        for i, (kind, domain, name) in enumerate(keys):
+            lines.append(f"        _v{i} = _shape.get({value_key(kind, domain, name)!r})")
+            lines.append(f"        _v{i} = _M if _v{i} is None else _vals[_v{i}]")
+            # 1, 1.0 and True hash alike in Python; CEL tells them apart.
+            parts.append(f"(_v{i} if _v{i}.__class__ is not tuple else _tag(_v{i}))")
+            parts.append(f"_v{i}.__class__")
+        lines.append(f"        _key = ({', '.join(parts)}{',' if len(parts) == 1 else ''})")
+    lines += [
+        "        _c = _table.get(_key)",
+        "        if _c is None:",
+        "            _c = _table[_key] = len(_table)",
+        "    _old = device.memo_keyset",
+        "    if _old is not None and _old is not _ks:",
+        "        if _more is None:",
+        "            _more = device.memo_more = {}",
+        "        _more[_old] = device.memo_class",
+        "    device.memo_keyset = _ks",
+        "    device.memo_class = _c",
+        "    return _c",
+    ]
+    namespace: dict[str, Any] = {
+        "_ks": keyset,
+        "_table": keyset.table,
+        "_M": MISSING,
+        "_tag": _tagged,
+        "_fp": _fingerprint,
+    }
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<cel memo key {spec!r:.60}>", "exec"), namespace)  # noqa: S102 - our own generated source
+    classify: Callable[[CelDevice], int] = namespace["_classify"]
+    return classify
 
 
 def _flatten(node: Node, fn: str) -> list[Node]:

@@ -10,22 +10,83 @@ Shape (k8s-dra-semantics.md §1.2, §1.3; DESIGN.md §7):
 - ``device.allowMultipleAllocations``: false when unset.
 
 Attribute values become plain Python values (int, bool, str, ``Semver``, tuples for the list
-types), so generated code reads them with no wrapper. A value Kubernetes cannot convert
+types), so generated code reads them with no wrapper. Equal versions and quantities share one
+immutable object across devices (converted once per distinct text).
+
+Every attribute and capacity is also held flat: ``CelDevice.vals`` is a tuple of the values
+and ``CelDevice.shape`` maps ``value_key(kind, domain, name)`` to a position in it. Devices
+with the same keys in the same order (a fleet of one GPU model) share one ``shape`` dict, so
+generated code reads ``device.attributes['d'].x`` as ``device.vals[device.shape[key]]``,
+touching one per-device object besides the device. At 100,000 devices evaluation is bound
+by memory latency, not by bytecodes: chasing domain map, domain dict and its entry per read
+cost more than the rest of a simple selector (see docs/cel.md, Speed). A ``CelDevice`` is
+immutable once built; ``shape``/``vals`` and the memo slots rely on that. A value Kubernetes cannot convert
 (a version that is not strict semver, an attribute with no field set) makes every selector
 on the device fail with the scheduler's message, which ``CelDevice.error`` carries.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from .quantity import Quantity, parse_quantity
 from .semver import parse_semver
 
-__all__ = ["CelDevice", "cel_device", "DomainMap"]
+__all__ = ["CelDevice", "cel_device", "DomainMap", "value_key"]
 
 _EMPTY: dict[str, Any] = {}
+
+# value_key's interned strings, by kind and domain; bounded so that hostile names cannot grow it.
+_KEYS: dict[str, dict[str, dict[str, str]]] = {"attribute": {}, "capacity": {}}
+_KEYS_MAX = 65_536
+_keys_count = 0
+_KIND_PREFIX = {"attribute": "A", "capacity": "C"}
+
+
+def value_key(kind: str, domain: str, name: str) -> str:
+    """The key of ``device.attributes[domain][name]`` (kind ``attribute``) or of a capacity in ``CelDevice.values``.
+
+    Length-prefixed, so no two (kind, domain, name) triples share a key whatever characters
+    they hold; interned, so a lookup with the generated code's constant compares identities.
+    """
+    global _keys_count
+    by_domain = _KEYS[kind].get(domain)
+    if by_domain is not None:
+        found = by_domain.get(name)
+        if found is not None:
+            return found
+    key = sys.intern(f"{_KIND_PREFIX[kind]}{len(domain)}:{domain}/{name}")
+    if _keys_count < _KEYS_MAX:
+        _keys_count += 1
+        _KEYS[kind].setdefault(domain, {})[name] = key
+    return key
+
+
+def _flatten(kind: str, maps: Mapping[str, Mapping[str, Any]], keys: list[str], vals: list[Any]) -> None:
+    interned = _KEYS[kind]
+    for domain, names in maps.items():
+        by_domain = interned.get(domain)
+        for name, value in names.items():
+            key = by_domain.get(name) if by_domain is not None else None
+            keys.append(key if key is not None else value_key(kind, domain, name))
+            vals.append(value)
+
+
+# Shapes by their keys in order: a fleet has a few (one per model and driver layout).
+_SHAPES: dict[tuple[str, ...], dict[str, int]] = {}
+_SHAPES_MAX = 4096
+
+
+def _shape(keys: tuple[str, ...]) -> dict[str, int]:
+    shape = _SHAPES.get(keys)
+    if shape is None:
+        shape = {key: i for i, key in enumerate(keys)}
+        if len(_SHAPES) >= _SHAPES_MAX:
+            _SHAPES.clear()
+        _SHAPES[keys] = shape
+    return shape
 
 
 class DomainMap(dict[str, Any]):
@@ -38,9 +99,29 @@ class DomainMap(dict[str, Any]):
 
 
 class CelDevice:
-    """One device, prepared once for any number of selector evaluations."""
+    """One device, prepared once for any number of selector evaluations.
 
-    __slots__ = ("driver", "attributes", "capacity", "allow_multiple_allocations", "error", "name", "_value")
+    ``vals``/``shape``: attributes and capacities by ``value_key`` (module docstring);
+    ``value(key)`` reads one. ``memo_keyset``/``memo_class``
+    (and ``memo_more`` for further key sets) cache, per set of read keys, which distinct
+    tuple of read values the device has (``CompiledSelector.sweep(..., memoize=True)``).
+    """
+
+    # The slots a sweep reads on every device come first (one cache line).
+    __slots__ = (
+        "error",
+        "driver",
+        "shape",
+        "vals",
+        "memo_keyset",
+        "memo_class",
+        "attributes",
+        "capacity",
+        "allow_multiple_allocations",
+        "name",
+        "memo_more",
+        "_value",
+    )
 
     def __init__(
         self,
@@ -59,6 +140,20 @@ class CelDevice:
         self.error = error
         self.name = name
         self._value: dict[str, Any] | None = None
+        keys: list[str] = []
+        vals: list[Any] = []
+        _flatten("attribute", attributes, keys, vals)
+        _flatten("capacity", capacity, keys, vals)
+        self.shape = _shape(tuple(keys))
+        self.vals = tuple(vals)
+        self.memo_keyset: object = None
+        self.memo_class = 0
+        self.memo_more: dict[object, int] | None = None
+
+    def value(self, key: str, default: Any = None) -> Any:
+        """The attribute or capacity ``key`` (a ``value_key``), or ``default``."""
+        i = self.shape.get(key)
+        return default if i is None else self.vals[i]
 
     def as_value(self) -> dict[str, Any]:
         """The device as a CEL map, for an expression that uses ``device`` as a whole."""
@@ -97,6 +192,36 @@ def _convert_attribute(name: str, raw: Any) -> Any:
     raise ValueError(f"attribute {name}: unsupported attribute value")
 
 
+# Parsed versions and quantities by text: immutable, so devices share them (a fleet repeats
+# a handful of driver versions and memory sizes). Bounded; failures are not cached.
+_PARSED_MAX = 4096
+_VERSIONS: dict[str, Any] = {}
+_QUANTITIES: dict[str, Quantity] = {}
+
+
+def _parse_version(name: str, text: str) -> Any:
+    found = _VERSIONS.get(text)
+    if found is None:
+        try:
+            found = parse_semver(text)
+        except ValueError as exc:
+            raise ValueError(f"attribute {name}: parse semantic version: {exc}") from None
+        if len(_VERSIONS) >= _PARSED_MAX:
+            _VERSIONS.clear()
+        _VERSIONS[text] = found
+    return found
+
+
+def _parse_quantity(text: str) -> Quantity:
+    found = _QUANTITIES.get(text)
+    if found is None:
+        found = parse_quantity(text)
+        if len(_QUANTITIES) >= _PARSED_MAX:
+            _QUANTITIES.clear()
+        _QUANTITIES[text] = found
+    return found
+
+
 def _scalar(name: str, kind: str, value: Any) -> Any:
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
@@ -106,10 +231,7 @@ def _scalar(name: str, kind: str, value: Any) -> Any:
         return bool(value)
     if kind == "string":
         return str(value)
-    try:
-        return parse_semver(str(value))
-    except ValueError as exc:
-        raise ValueError(f"attribute {name}: parse semantic version: {exc}") from None
+    return _parse_version(name, str(value))
 
 
 def cel_device(driver: str, device: Mapping[str, Any]) -> CelDevice:
@@ -129,7 +251,7 @@ def cel_device(driver: str, device: Mapping[str, Any]) -> CelDevice:
         domain, ident = _split_name(name, driver)
         text = raw.get("value") if isinstance(raw, Mapping) else raw
         try:
-            q = text if isinstance(text, Quantity) else parse_quantity(str(text))
+            q = text if isinstance(text, Quantity) else _parse_quantity(str(text))
         except ValueError as exc:
             error = error or f"capacity {name}: {exc}"
             continue

@@ -20,6 +20,10 @@ The oracle needs workarounds (cel-engines.md §2.2), each of which the generator
   Kubernetes vectors; mixed-type list literals (a compile error under Kubernetes'
   HomogeneousAggregateLiterals, accepted by the oracle) are not generated.
 
+Every expression is also swept over the same devices with the batch API (``sweep``,
+``select``, memoized or not), which must give exactly what ``matches`` gives per device,
+error classes and messages included.
+
 Default run: DRADIAG_CEL_DIFF_EXPRS expressions (1,500) x 24 devices for each of 2 seeds.
 ``DRADIAG_CEL_DIFF_SLOW=1 pytest -m slow`` runs a larger sweep (4 seeds x 3,000
 expressions x 24 devices); DRADIAG_CEL_DIFF_SEED adds a seed to the default run.
@@ -33,7 +37,15 @@ from typing import Any
 
 import pytest
 
-from dradiag.analyses.cel import CelError, Quantity, Semver, cel_device, compile_selector
+from dradiag.analyses.cel import (
+    CelCompileError,
+    CelError,
+    CelRuntimeError,
+    Quantity,
+    Semver,
+    cel_device,
+    compile_selector,
+)
 from dradiag.analyses.cel.quantity import parse_quantity
 from dradiag.analyses.cel.semver import parse_semver
 
@@ -147,6 +159,43 @@ def ours_outcome(expr: str, device: Any) -> str:
         return str(compile_selector(expr).matches(device)).lower()
     except CelError:
         return "error"
+
+
+def _exact(value: Any) -> Any:
+    if isinstance(value, CelRuntimeError):
+        return (type(value).__name__, str(value))
+    return value
+
+
+def batch_mismatch(expr: str, devices: list[Any]) -> str | None:
+    """Where the batch API differs from ``matches`` on ``devices`` (None when nowhere)."""
+    try:
+        selector = compile_selector(expr)
+    except CelCompileError:
+        return None
+    expected = []
+    for device in devices:
+        try:
+            expected.append(_exact(selector.matches(device)))
+        except CelRuntimeError as exc:
+            expected.append(_exact(exc))
+    runs = {
+        "sweep": [_exact(v) for v in selector.sweep(devices)],
+        "sweep(memoize)": [_exact(v) for v in selector.sweep(devices, memoize=True)],
+    }
+    for memoize in (False, True):
+        matched, errors = selector.select(devices, memoize=memoize)
+        as_list: list[Any] = [False] * len(devices)
+        for i in matched:
+            as_list[i] = True
+        for i, exc in errors:
+            as_list[i] = _exact(exc)
+        runs[f"select(memoize={memoize})"] = as_list
+    for name, got in runs.items():
+        if got != expected:
+            i = next(i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b)
+            return f"{name} {expr!r} on {devices[i].name}: {got[i]!r}, matches {expected[i]!r}"
+    return None
 
 
 # --------------------------------------------------------------------------------------
@@ -372,6 +421,9 @@ def run_sweep(seed: int, n_exprs: int, n_devices: int) -> list[str]:
     gen = Gen(rng)
     for _ in range(n_exprs):
         expr = gen.boolean()
+        mismatch = batch_mismatch(expr, devices)
+        if mismatch is not None:
+            failures.append(f"seed={seed} batch: {mismatch}")
         domains = literal_domains(expr)
         for dev in devices:
             mine = ours_outcome(expr, dev)

@@ -288,3 +288,157 @@ def test_import_is_lazy() -> None:
         "c.compile_selector(\"device.driver.matches('^a.c$')\"); assert 're2' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --------------------------------------------------------------------------------------
+# Batch API, flat value layout, memoization by device class
+# --------------------------------------------------------------------------------------
+def _fleet() -> list[Any]:
+    devices = []
+    for i in range(12):
+        attrs: dict[str, Any] = {
+            "type": {"string": "mig" if i % 3 == 0 else "gpu"},
+            "uuid": {"string": f"GPU-{i}"},
+            "driverVersion": {"version": ["550.54.15", "550.0.0", "550.0.0-rc.1", "535.0.0"][i % 4]},
+            "productName": {"string": ["NVIDIA H100 80GB HBM3", "Tesla T4", "ÀH100"][i % 3]},
+        }
+        if i % 5 == 4:
+            del attrs["productName"]
+        if i == 7:
+            attrs["driverVersion"] = {"version": "1.0"}  # not strict semver: device.error
+        devices.append(
+            cel_device(
+                "gpu.nvidia.com" if i % 6 else "other.example.com",
+                {"name": f"d{i}", "attributes": attrs, "capacity": {"memory": {"value": f"{10 * (i % 4)}Gi"}}},
+            )
+        )
+    return devices
+
+
+def _matches_all(s: Any, devices: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for d in devices:
+        try:
+            out.append(s.matches(d))
+        except CelRuntimeError as exc:
+            out.append(("error", type(exc).__name__, exc.message))
+    return out
+
+
+def _plain(results: list[Any]) -> list[Any]:
+    return [("error", type(r).__name__, r.message) if isinstance(r, CelRuntimeError) else r for r in results]
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'",
+        "device.attributes['gpu.nvidia.com'].productName.lowerAscii().matches('h100')",
+        "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('550.0.0')) || "
+        "device.attributes['gpu.nvidia.com'].nope",
+        "device.attributes['gpu.nvidia.com'].driverVersion.isLessThan(semver('550.0.0'))",
+        "device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('550.0.0')) == 0",
+        "device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('550.0.0-rc.2')) < 0",
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('20Gi')) >= 0",
+        "has(device.attributes['gpu.nvidia.com'].productName) && 'uuid' in device.attributes['gpu.nvidia.com']",
+        "cel.bind(t, device.attributes['gpu.nvidia.com'].type, t == 'gpu' || t == 'mig')",
+        "device.attributes['gpu.nvidia.com'].exists(k, k == 'productName')",
+        "dyn(device.attributes['gpu.nvidia.com'].type)",
+        "device.attributes['gpu.nvidia.com'].type.size() > 2 && device.attributes['gpu.nvidia.com'].productName != ''",
+        "[1, 2, 3].all(a, [1, 2, 3].all(b, a + b > 0)) && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+    ],
+)
+def test_sweep_and_select_equal_matches(expr: str) -> None:
+    s = compile_selector(expr)
+    devices = _fleet()
+    expected = _matches_all(s, devices)
+    assert _plain(s.sweep(devices)) == expected
+    assert _plain(s.sweep(devices, memoize=True)) == expected
+    assert _plain(s.sweep(devices, memoize=True)) == expected
+    for memoize in (False, True):
+        matched, errors = s.select(devices, memoize=memoize)
+        assert matched == [i for i, v in enumerate(expected) if v is True]
+        assert [(i, ("error", type(e).__name__, e.message)) for i, e in errors] == [
+            (i, v) for i, v in enumerate(expected) if isinstance(v, tuple)
+        ]
+
+
+def test_sweep_keeps_runtime_errors() -> None:
+    devices = _fleet()
+    results = compile_selector("device.attributes['gpu.nvidia.com'].nope == 1").sweep(devices)
+    assert all(isinstance(r, CelRuntimeError) for r in results)
+    assert results[0].message == "no such key: nope"
+    assert results[7].message.startswith("attribute driverVersion: parse semantic version")
+    expensive = compile_selector(
+        "[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, "
+        "[1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, [1,2,3,4,5,6,7,8,9,10].all(f, true))))))"
+    )
+    (only,) = expensive.sweep([GPU])
+    assert isinstance(only, CelRuntimeError) and "actual cost limit exceeded" in only.message
+    assert expensive.select([GPU])[1][0][0] == 0
+    assert compile_selector("true").sweep(iter([GPU, GPU])) == [True, True]  # any iterable
+
+
+def test_value_layout_is_unambiguous() -> None:
+    # driver "a/b" puts "c" under domain "a/b"; "a/b/c" is domain "a", name "b/c".
+    dev = cel_device("a/b", {"attributes": {"c": {"int": 1}, "a/b/c": {"int": 2}}, "capacity": {"c": {"value": "3"}}})
+    assert sel("device.attributes['a/b'].c == 1", dev) is True
+    assert sel("device.attributes['a']['b/c'] == 2", dev) is True
+    assert sel("device.capacity['a/b'].c == quantity('3')", dev) is True
+    assert sel("device.capacity['a/b'].c.compareTo(quantity('3')) == 0", dev) is True
+    assert sel("'c' in device.capacity['a/b'] && !has(device.attributes['a'].c)", dev) is True
+    # The same name twice (qualified and not): the later one wins, as in device.attributes.
+    dup = cel_device("gpu.nvidia.com", {"attributes": {"x": {"int": 1}, "gpu.nvidia.com/x": {"int": 2}}})
+    assert sel("device.attributes['gpu.nvidia.com'].x == 2", dup) is True
+    assert sel("device.attributes['gpu.nvidia.com'].all(k, device.attributes['gpu.nvidia.com'][k] == 2)", dup) is True
+
+
+def test_inlined_specialisations_match_the_library() -> None:
+    dev = cel_device("d", {"attributes": {"v": {"version": "2.0.0-rc.1"}, "s": {"string": "ÀbC"}}})
+    assert sel("device.attributes['d'].v.isLessThan(semver('2.0.0'))", dev) is True
+    assert sel("device.attributes['d'].v.isGreaterThan(semver('2.0.0'))", dev) is False
+    assert sel("device.attributes['d'].v.compareTo(semver('2.0.0')) == -1", dev) is True
+    assert sel("device.attributes['d'].v.compareTo(semver('1.9.9')) == 1", dev) is True
+    assert sel("device.attributes['d'].v.isGreaterThan(semver('2.0.0-rc.0'))", dev) is True
+    assert sel("device.attributes['d'].s.lowerAscii() == 'Àbc'", dev) is True
+    assert sel("device.attributes['d'].s.upperAscii() == 'ÀBC'", dev) is True
+    assert sel("device.attributes['d'].v.lowerAscii() == ''", dev) == "error: no such overload"
+
+
+def test_memo_classes_are_shared_by_key_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dradiag.analyses.cel import compiler
+
+    devices = _fleet()
+    a = compile_selector("device.attributes['gpu.nvidia.com'].type == 'gpu'")
+    b = compile_selector("device.attributes['gpu.nvidia.com'].type != 'mig'")
+    c = compile_selector("device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('15Gi'))")
+    for _ in range(2):  # alternate key sets: each device keeps a class per key set
+        for s in (a, b, c):
+            assert _plain(s.sweep(devices, memoize=True)) == _matches_all(s, devices)
+    assert devices[0].memo_more is not None and len(devices[0].memo_more) == 1
+    memo = a.memoized()
+    got = []
+    for d in devices:
+        try:
+            got.append(memo(d))
+        except CelRuntimeError as exc:
+            got.append(("error", type(exc).__name__, exc.message))
+    assert got == _matches_all(a, devices)
+    assert len(memo.cache) == 3  # type: ignore[attr-defined]  # gpu, mig, and no type at all
+    # A full key set is replaced: devices classify again, results stay right.
+    monkeypatch.setattr(compiler, "_KEYSET_MAX", 0)
+    for s in (a, c):
+        assert _plain(s.sweep(devices, memoize=True)) == _matches_all(s, devices)
+
+
+def test_memoized_error_does_not_grow_its_traceback() -> None:
+    memo = compile_selector("device.attributes['gpu.nvidia.com'].nope == 1").memoized()
+    depths = []
+    for _ in range(3):
+        with pytest.raises(CelRuntimeError) as info:
+            memo(GPU)
+        tb, n = info.value.__traceback__, 0
+        while tb is not None:
+            tb, n = tb.tb_next, n + 1
+        depths.append(n)
+    assert depths[0] == depths[1] == depths[2]
