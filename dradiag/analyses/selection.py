@@ -25,18 +25,21 @@ once and shares value conversions, and selectors run memoized on the values they
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from dradiag.diagnosis.model import Evidence, EvidenceSource, Finding, Phase, Severity
 from dradiag.snapshot.model import K8sObject, Kind, Snapshot, name_of
 
 if TYPE_CHECKING:
     from dradiag.analyses.cel import CelDevice, CompiledSelector
+    from dradiag.sources.fleet import FleetIndex
 
 ANY_NODE = "(any node)"
 """The node label of devices visible from every node (``allNodes``/``nodeSelector``)."""
@@ -134,6 +137,11 @@ def qualified_attribute(device: Mapping[str, Any], driver: str, qualified: str) 
     raw = attrs.get(qualified)
     if raw is None and domain == driver:
         raw = attrs.get(ident)
+    return _member_value(raw)
+
+
+def _member_value(raw: Any) -> Any:
+    """The value of a raw attribute for ``matchAttribute`` (lists as tuples), or None."""
     if isinstance(raw, Mapping):
         for member in ("string", "int", "bool", "version", "strings", "ints", "bools", "versions"):
             if member in raw:
@@ -177,23 +185,238 @@ def _builtin_classes() -> tuple[K8sObject, ...]:
     return tuple(item for item in doc.get("items") or () if isinstance(item, Mapping))
 
 
+class _DeviceView(Sequence[CandidateDevice]):
+    """``DeviceInventory.devices``: each CandidateDevice is made when it is asked for.
+
+    The inventory keeps its devices as columns; a fleet's 160k devices are then a few
+    lists, not 160k objects, and only reports that name a device build one.
+    """
+
+    __slots__ = ("_inventory",)
+
+    def __init__(self, inventory: DeviceInventory) -> None:
+        self._inventory = inventory
+
+    def __len__(self) -> int:
+        return len(self._inventory._raw)
+
+    @overload
+    def __getitem__(self, index: int) -> CandidateDevice: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[CandidateDevice, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> CandidateDevice | tuple[CandidateDevice, ...]:
+        inv = self._inventory
+        if isinstance(index, slice):
+            return tuple(inv.device(i) for i in range(len(inv._raw))[index])
+        if index < 0:
+            index += len(inv._raw)
+        if not 0 <= index < len(inv._raw):
+            raise IndexError("device index out of range")
+        return inv.device(index)
+
+    def __iter__(self) -> Iterator[CandidateDevice]:
+        device = self._inventory.device
+        return (device(i) for i in range(len(self._inventory._raw)))
+
+
+_NO_ENTRIES: dict[str, Any] = {}
+_MISSING = object()
+_ABSENT = -1
+"""The token of a key a device does not publish."""
+
+LEAF_IDS_MAX = 1 << 16
+"""Distinct raw values remembered by identity (beyond, they are compared by value)."""
+
+
+def _freeze(value: Any) -> Any:
+    """A hashable stand-in for a raw JSON value that tells apart what CEL tells apart.
+
+    1, 1.0 and True are equal in Python; -0.0 and 0.0 too; the stand-in keeps each
+    value's type (and a float's exact bits) so that only values that convert alike share it.
+    """
+    cls = value.__class__
+    if cls is str or cls is int or cls is bool or value is None:
+        return (cls, value)
+    if cls is float:
+        return (float, value.hex())
+    if isinstance(value, Mapping):
+        return (dict, tuple((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return (list, tuple(_freeze(v) for v in value))
+    return (cls, id(value))  # anything else: only itself
+
+
+class _Leaves:
+    """Raw attribute and capacity values: whether they convert, and a token per distinct value.
+
+    A fleet publishes the same few thousand values on every device (and the streaming
+    loader shares them), so both questions are answered once per distinct value object
+    and then by identity. Objects remembered by identity are pinned, so their ids stay
+    theirs.
+    """
+
+    __slots__ = ("ok", "token_of_id", "token_of_value", "valid", "pinned")
+
+    def __init__(self) -> None:
+        self.ok: dict[str, set[int]] = {"attributes": set(), "capacity": set()}
+        self.token_of_id: dict[int, int] = {id(None): _ABSENT}
+        self.token_of_value: dict[Any, int] = {}
+        self.valid: dict[tuple[str, Any], bool] = {}
+        self.pinned: list[Any] = []
+
+    def token(self, leaf: Any) -> int:
+        found = self.token_of_id.get(id(leaf))
+        if found is not None:
+            return found
+        table = self.token_of_value
+        token = table.setdefault(_freeze(leaf), len(table))
+        if len(self.token_of_id) < LEAF_IDS_MAX:
+            self.token_of_id[id(leaf)] = token
+            self.pinned.append(leaf)
+        return token
+
+    def converts(self, holder: str, leaf: Any) -> bool:
+        """Whether ``cel_device`` converts ``leaf`` as a value of ``holder`` without error."""
+        known = self.ok[holder]
+        if id(leaf) in known:
+            return True
+        if holder == "attributes" and leaf.__class__ is dict and len(leaf) == 1:
+            ((member, value),) = leaf.items()
+            # str(), bool() and an int never fail (environment._scalar).
+            if (
+                (member == "string" and value.__class__ is str)
+                or (member == "bool" and value is not None)
+                or (member == "int" and value.__class__ is int)
+            ):
+                return True
+        key = (holder, _freeze(leaf))
+        valid = self.valid.get(key)
+        if valid is None:
+            from dradiag.analyses.cel import cel_device
+
+            valid = cel_device("", {holder: {"x": leaf}}).error is None
+            self.valid[key] = valid
+        if valid and len(known) < LEAF_IDS_MAX:
+            known.add(id(leaf))
+            self.pinned.append(leaf)
+        return valid
+
+
+@dataclass(frozen=True, slots=True)
+class _ReadSpec:
+    """What a set of selectors reads of a device (``CompiledSelector.read_keys`` and flags)."""
+
+    whole: bool
+    driver: bool = False
+    allow_multiple: bool = False
+    keys: frozenset[tuple[str, str, str]] = frozenset()
+
+    def covers(self, other: _ReadSpec) -> bool:
+        """True when devices alike in what this reads are alike in what ``other`` reads."""
+        if self.whole:
+            return True
+        if other.whole:
+            return False
+        return (
+            (self.driver or not other.driver)
+            and (self.allow_multiple or not other.allow_multiple)
+            and other.keys <= self.keys
+        )
+
+    @staticmethod
+    def union(specs: Iterable[_ReadSpec]) -> _ReadSpec:
+        keys: set[tuple[str, str, str]] = set()
+        driver = allow = False
+        for spec in specs:
+            if spec.whole:
+                return spec
+            keys |= spec.keys
+            driver = driver or spec.driver
+            allow = allow or spec.allow_multiple
+        return _ReadSpec(whole=False, driver=driver, allow_multiple=allow, keys=frozenset(keys))
+
+    @staticmethod
+    def of(selectors: Iterable[CompiledSelector]) -> _ReadSpec:
+        keys: set[tuple[str, str, str]] = set()
+        driver = allow = False
+        for sel in selectors:
+            # A selector that uses `device` (or a whole domain map) as a value reads it all.
+            if getattr(sel, "_reads_whole_device", True):
+                return _ReadSpec(whole=True)
+            for kind, domain, name in sel.read_keys:
+                if domain is None or name is None:
+                    return _ReadSpec(whole=True)
+                keys.add((kind, domain, name))
+            driver = driver or bool(sel.reads_driver)
+            allow = allow or bool(sel.reads_allow_multiple_allocations)
+        return _ReadSpec(whole=False, driver=driver, allow_multiple=allow, keys=frozenset(keys))
+
+
+class _Projection:
+    """Devices grouped by what a :class:`_ReadSpec` reads: alike devices, alike outcomes.
+
+    ``groups[i]`` is the index of the first device with the same values as device ``i``
+    for every key read (and the same conversion error, if any): that device represents
+    the group, and a selector reading no more than the spec gives every device of the
+    group the representative's result.
+    """
+
+    __slots__ = ("spec", "groups", "count", "_cells")
+
+    def __init__(self, spec: _ReadSpec, groups: list[int], count: int) -> None:
+        self.spec = spec
+        self.groups = groups
+        self.count = count
+        self._cells: Counter[tuple[int, int]] | None = None
+
+    def cell_counts(self, cells: list[int]) -> Counter[tuple[int, int]]:
+        """Devices per (report cell, group)."""
+        if self._cells is None:
+            self._cells = Counter(zip(cells, self.groups, strict=True))
+        return self._cells
+
+
 class DeviceInventory:
     """Every device in scope, prepared once for any number of claims and selectors.
 
     Build it with :func:`build_inventory`. ``cel(i)`` gives device ``i`` as a CelDevice,
     built on first use; value conversions (semver, quantities) are shared between
     devices, which publish the same few values over and over.
+
+    Devices are kept as columns (``devices`` makes a CandidateDevice on demand). With
+    ``grouped`` (the default) a selector runs once per distinct tuple of the values it
+    reads, on one representative device (:class:`_Projection`); without, it runs on
+    every device, the reference the grouped evaluation is tested against.
     """
 
     __slots__ = (
-        "devices",
         "classes",
         "classes_source",
         "nodes",
         "restricted_to",
+        "grouped",
+        "_raw",
+        "_driver",
+        "_pool",
+        "_node",
+        "_name",
+        "_type",
+        "_profile",
         "_cel",
         "_converted",
         "_catalogue",
+        "_cells",
+        "_cell_keys",
+        "_leaves",
+        "_errors",
+        "_projections",
+        "_holders",
+        "_index",
+        "_token_cache",
+        "_primed",
+        "_drivers",
     )
 
     def __init__(
@@ -204,8 +427,17 @@ class DeviceInventory:
         classes_source: Literal["source", "builtin", "none"],
         nodes: Sequence[str],
         restricted_to: Sequence[str] | None = None,
+        grouped: bool = True,
     ) -> None:
-        self.devices: tuple[CandidateDevice, ...] = tuple(devices)
+        self._set_columns(
+            [d.raw for d in devices],
+            [d.driver for d in devices],
+            [d.pool for d in devices],
+            [d.node for d in devices],
+            [d.slice_device_name for d in devices],
+            [d.device_type for d in devices],
+            [d.mig_profile for d in devices],
+        )
         self.classes: Mapping[str, K8sObject] = dict(classes)
         self.classes_source = classes_source
         self.nodes: tuple[str, ...] = tuple(nodes)
@@ -213,22 +445,76 @@ class DeviceInventory:
         self.restricted_to: tuple[str, ...] | None = (
             tuple(restricted_to) if restricted_to is not None else None
         )
-        self._cel: list[CelDevice | None] = [None] * len(self.devices)
-        self._converted: dict[tuple[str, str, str, Any], tuple[str | None, Any]] = {}
+        self.grouped = grouped
+
+    def _set_columns(
+        self,
+        raw: list[Mapping[str, Any]],
+        driver: list[str],
+        pool: list[str],
+        node: list[str | None],
+        name: list[str],
+        device_type: list[str],
+        profile: list[str | None],
+    ) -> None:
+        self._raw = raw
+        self._driver = driver
+        self._pool = pool
+        self._node = node
+        self._name = name
+        self._type = device_type
+        self._profile = profile
+        self._cel: list[CelDevice | None] = [None] * len(raw)
+        self._converted: dict[tuple[str, str, str, Any, type], tuple[str | None, Any]] = {}
         self._catalogue: AttributeCatalogue | None = None
+        self._cells: list[int] | None = None
+        self._cell_keys: dict[int, tuple[str, str, str | None]] = {}
+        self._leaves = _Leaves()
+        self._errors: dict[int, str] | None = None
+        self._projections: list[_Projection] = []
+        self._holders: dict[str, list[dict[str, Any]]] = {}
+        self._index: FleetIndex | None = None
+        self._token_cache: dict[tuple[str, str, str], list[int]] = {}
+        self._primed = False
+        self._drivers: frozenset[str] | None = None
 
     def __len__(self) -> int:
-        return len(self.devices)
+        return len(self._raw)
+
+    @property
+    def devices(self) -> Sequence[CandidateDevice]:
+        """The devices in scope, sorted by node, driver, pool and name."""
+        return _DeviceView(self)
+
+    def device(self, index: int) -> CandidateDevice:
+        """Device ``index``."""
+        return CandidateDevice(
+            driver=self._driver[index],
+            pool=self._pool[index],
+            slice_device_name=self._name[index],
+            node=self._node[index],
+            device_type=self._type[index],
+            mig_profile=self._profile[index],
+            raw=self._raw[index],
+        )
+
+    def ref(self, index: int) -> str:
+        """``<driver>/<pool>/<device>`` of device ``index``."""
+        return f"{self._driver[index]}/{self._pool[index]}/{self._name[index]}"
+
+    def node_label(self, index: int) -> str:
+        """The node of device ``index`` for grouping (:data:`ANY_NODE` when node-less)."""
+        return self._node[index] or ANY_NODE
 
     def cel(self, index: int) -> CelDevice:
         """Device ``index`` prepared for CEL (built once)."""
         found = self._cel[index]
         if found is None:
-            found = self._build_cel(self.devices[index])
+            found = self._build_cel(index)
             self._cel[index] = found
         return found
 
-    def _build_cel(self, device: CandidateDevice) -> CelDevice:
+    def _build_cel(self, index: int) -> CelDevice:
         """``cel_device``, with each distinct (name, value) converted only once.
 
         The CEL engine converts a device's attributes and capacities (semver and
@@ -239,8 +525,8 @@ class DeviceInventory:
         from dradiag.analyses.cel import CelDevice
         from dradiag.analyses.cel.environment import DomainMap
 
-        raw = device.raw
-        driver = device.driver
+        raw = self._raw[index]
+        driver = self._driver[index]
         attributes = DomainMap()
         capacity = DomainMap()
         error: str | None = None
@@ -253,7 +539,7 @@ class DeviceInventory:
                 try:
                     # {"string": "mig"} / {"value": "80Gi"}: one member with a scalar.
                     ((member, inner),) = value.items()
-                    failure, parts = cache[(holder, name, member, inner)]
+                    failure, parts = cache[(holder, name, member, inner, inner.__class__)]
                 except (KeyError, TypeError, ValueError, AttributeError):
                     failure, parts = self._convert(driver, holder, name, value)
                 if failure is not None or parts is None:
@@ -267,7 +553,7 @@ class DeviceInventory:
             capacity,
             bool(raw.get("allowMultipleAllocations")),
             error=error,
-            name=device.slice_device_name,
+            name=self._name[index],
         )
 
     def _convert(self, driver: str, holder: str, name: str, value: Any) -> tuple[str | None, Any]:
@@ -286,15 +572,298 @@ class DeviceInventory:
         if isinstance(value, Mapping) and len(value) == 1:
             ((member, inner),) = value.items()
             if isinstance(inner, str | int | float | bool):
-                self._converted[(holder, name, member, inner)] = converted
+                # Keyed by the scalar's type too: 1, 1.0 and True hash alike.
+                self._converted[(holder, name, member, inner, inner.__class__)] = converted
         return converted
 
     @property
     def catalogue(self) -> AttributeCatalogue:
         """What attributes and capacities the devices in scope publish (for near misses)."""
         if self._catalogue is None:
-            self._catalogue = AttributeCatalogue.of(self.devices)
+            self._catalogue = AttributeCatalogue.collect(
+                zip(self._driver, self._profile, self._raw, strict=True)
+            )
         return self._catalogue
+
+    # -- grouping ---------------------------------------------------------------------
+
+    def _entries(self, holder: str) -> list[dict[str, Any]]:
+        """Each device's ``attributes`` (or ``capacity``) as a dict ({} when there is none)."""
+        cached = self._holders.get(holder)
+        if cached is not None:
+            return cached
+        found: list[Any]
+        try:
+            found = list(map(dict.get, self._raw, itertools.repeat(holder)))  # type: ignore[arg-type]
+        except TypeError:  # a device that is a Mapping but not a dict
+            found = [raw.get(holder) for raw in self._raw]
+        if set(map(type, found)) != {dict}:
+            for i, entries in enumerate(found):
+                if entries.__class__ is not dict:
+                    found[i] = dict(entries) if isinstance(entries, Mapping) else _NO_ENTRIES
+        self._holders[holder] = found
+        return found
+
+    def cells(self) -> tuple[list[int], dict[int, tuple[str, str, str | None]]]:
+        """Each device's report cell (node, type, MIG profile), and the cells' keys.
+
+        A cell is numbered by the index of its first device.
+        """
+        if self._cells is None:
+            index: dict[tuple[str, str, str | None], int] = {}
+            labels = [node or ANY_NODE for node in self._node]
+            self._cells = list(
+                map(
+                    index.setdefault,
+                    zip(labels, self._type, self._profile, strict=True),
+                    itertools.count(),
+                )
+            )
+            self._cell_keys = {first: key for key, first in index.items()}
+        return self._cells, self._cell_keys
+
+    def conversion_errors(self) -> dict[int, str]:
+        """Devices some attribute or capacity of which does not convert: index → the error.
+
+        Such a device fails every selector with that message (``CelDevice.error``). Each
+        distinct value object is checked once; only when one does not convert are the
+        devices holding it looked for (by identity, in C).
+        """
+        if self._errors is not None:
+            return self._errors
+        leaves = self._leaves
+        n = len(self._raw)
+        bad: set[int] = set()
+        step = 1 << 14
+        index = self._index
+        if index is not None:
+            # Every value object of every device is in the loader's lists: check those.
+            wrong = {
+                id(leaf)
+                for leaf in index.attribute_values
+                if not leaves.converts("attributes", leaf)
+            }
+            maps = {
+                id(m)
+                for m in index.capacity_maps
+                if not all(leaves.converts("capacity", leaf) for leaf in m.values())
+            }
+            if wrong:
+                clean = map(
+                    wrong.isdisjoint,
+                    map(map, itertools.repeat(id), map(dict.values, self._entries("attributes"))),
+                )
+                bad.update(itertools.compress(range(n), map(operator.not_, clean)))
+            if maps:
+                bad.update(
+                    itertools.compress(
+                        range(n), map(maps.__contains__, map(id, self._entries("capacity")))
+                    )
+                )
+        for holder in ("attributes", "capacity") if index is None else ():
+            columns = self._entries(holder)
+            for start in range(0, n, step):
+                block = columns[start : start + step]
+                values = list(itertools.chain.from_iterable(map(dict.values, block)))
+                distinct = dict(zip(map(id, values), values, strict=True))
+                del values
+                wrong = {key for key, leaf in distinct.items() if not leaves.converts(holder, leaf)}
+                if wrong:
+                    clean = map(
+                        wrong.isdisjoint, map(map, itertools.repeat(id), map(dict.values, block))
+                    )
+                    bad.update(
+                        itertools.compress(
+                            range(start, start + len(block)), map(operator.not_, clean)
+                        )
+                    )
+        errors: dict[int, str] = {}
+        for i in sorted(bad):
+            error = self.cel(i).error
+            assert error is not None, "a value that does not convert makes a device error"
+            errors[i] = error
+        self._errors = errors
+        return errors
+
+    def projection(self, spec: _ReadSpec) -> _Projection:
+        """The devices grouped by what ``spec`` reads (a cached coarser grouping if one fits)."""
+        fitting = [p for p in self._projections if p.spec.covers(spec)]
+        if fitting:
+            return min(fitting, key=lambda p: p.count)
+        errors = self.conversion_errors()
+        n = len(self._raw)
+        columns: list[Iterable[Any]] = []
+        if spec.whole:
+            signatures = self._whole_signatures()
+        else:
+            if spec.driver:
+                columns.append(self._driver)
+            if spec.allow_multiple:
+                columns.append([bool(raw.get("allowMultipleAllocations")) for raw in self._raw])
+            columns.extend(self._token_columns(sorted(spec.keys)))
+            signatures = list(zip(itertools.repeat(1), *columns))
+        for i, error in errors.items():
+            signatures[i] = (0, error)
+        first: dict[Any, int] = {}
+        groups = list(map(first.setdefault, signatures, range(n)))
+        projection = _Projection(spec, groups, len(first))
+        self._projections.append(projection)
+        return projection
+
+    def prepare(self, selectors: Iterable[CompiledSelector]) -> None:
+        """Group the devices once by everything ``selectors`` read (optional).
+
+        Each request otherwise groups them by what its own selectors read; grouping by
+        the union serves every request of a run with one sweep over the devices. Not
+        done for selectors that read a device whole (their grouping would be per device).
+        """
+        if not self.grouped:
+            return
+        specs = [_ReadSpec.of([sel]) for sel in selectors]
+        union = _ReadSpec.union(spec for spec in specs if not spec.whole)
+        if union.keys or union.driver:
+            self.projection(union)
+
+    def _token_columns(self, keys: Sequence[tuple[str, str, str]]) -> list[list[int]]:
+        """Per key, per device: the token of the raw value CEL reads there (or ``_ABSENT``).
+
+        Keys not read before are read together, a block of devices at a time (the
+        block's attribute maps stay in the cache from one key to the next).
+        """
+        cache = self._token_cache
+        missing = [key for key in dict.fromkeys(keys) if key not in cache]
+        if missing:
+            if self._index is not None and not self._primed:
+                # Every value object of the snapshot is known: token them all up front.
+                self._primed = True
+                token = self._leaves.token
+                for leaf in self._index.attribute_values:
+                    token(leaf)
+                for entries in self._index.capacity_maps:
+                    for leaf in entries.values():
+                        token(leaf)
+            plans = [self._key_plan(key) for key in missing]
+            columns: list[list[int]] = [[] for _ in missing]
+            holders = {"attribute": self._entries("attributes"), "capacity": None}
+            if any(key[0] == "capacity" for key in missing):
+                holders["capacity"] = self._entries("capacity")
+            n = len(self._raw)
+            step = 2048
+            for start in range(0, n, step):
+                stop = min(n, start + step)
+                drivers = self._driver[start:stop]
+                blocks = {
+                    kind: entries[start:stop]
+                    for kind, entries in holders.items()
+                    if entries is not None
+                }
+                for column, (kind, qualified, bare, domain) in zip(columns, plans, strict=True):
+                    column.extend(
+                        self._block_tokens(blocks[kind], drivers, qualified, bare, domain)
+                    )
+            for key, column in zip(missing, columns, strict=True):
+                cache[key] = column
+        return [cache[key] for key in keys]
+
+    def _key_plan(self, key: tuple[str, str, str]) -> tuple[str, str | None, str | None, str]:
+        """(kind, qualified name, bare name, domain): the raw names CEL's ``key`` can come from.
+
+        A name without ``/`` belongs to the driver's domain, a qualified one to its own.
+        Spellings no device publishes are dropped (when the streaming loader knows).
+        """
+        kind, domain, name = key
+        qualified = f"{domain}/{name}" if "/" not in domain else None
+        if self._drivers is None:
+            self._drivers = frozenset(self._driver)
+        bare = name if "/" not in name and domain in self._drivers else None
+        if self._index is not None:
+            published = (
+                self._index.attribute_names if kind == "attribute" else self._index.capacity_names
+            )
+            qualified = qualified if qualified in published else None
+            bare = bare if bare in published else None
+        return kind, qualified, bare, domain
+
+    def _block_tokens(
+        self,
+        entries: list[dict[str, Any]],
+        drivers: list[str],
+        qualified: str | None,
+        bare: str | None,
+        domain: str,
+    ) -> list[int]:
+        n = len(entries)
+        picked: list[Any]
+        if qualified is not None:
+            picked = list(map(dict.get, entries, itertools.repeat(qualified)))
+        else:
+            picked = [None] * n
+        if bare is not None:
+            plain = list(map(dict.get, entries, itertools.repeat(bare)))
+            if qualified is None or picked.count(None) == n:
+                if self._drivers == {domain} or drivers.count(domain) == n:
+                    picked = plain
+                else:
+                    picked = [
+                        value if driver == domain else None
+                        for value, driver in zip(plain, drivers, strict=True)
+                    ]
+            else:
+                for i in range(n):
+                    value = plain[i]
+                    if value is None or drivers[i] != domain:
+                        continue
+                    if picked[i] is None:
+                        picked[i] = value
+                    else:
+                        # Both spellings: the one later in the map is what cel_device keeps.
+                        last = value
+                        for entry in entries[i]:
+                            if entry == qualified:
+                                last = picked[i]
+                            elif entry == bare:
+                                last = value
+                        picked[i] = last
+        leaves = self._leaves
+        known = leaves.token_of_id.get
+        tokens: list[int | None] = list(map(known, map(id, picked)))
+        if None in tokens:
+            # Give each distinct value object its token, then look them all up again.
+            for leaf in dict(zip(map(id, picked), picked, strict=True)).values():
+                leaves.token(leaf)
+            tokens = list(map(known, map(id, picked)))
+            if None in tokens:  # more distinct objects than remembered by identity
+                token = leaves.token
+                for i in range(n):
+                    if tokens[i] is None:
+                        tokens[i] = token(picked[i])
+        return tokens  # type: ignore[return-value]
+
+    def _whole_signatures(self) -> list[Any]:
+        """Per device, everything CEL can see of it (for selectors that read it whole)."""
+        token = self._leaves.token
+        attributes = self._entries("attributes")
+        capacity = self._entries("capacity")
+        out: list[Any] = []
+        for i, raw in enumerate(self._raw):
+            out.append(
+                (
+                    1,
+                    self._driver[i],
+                    bool(raw.get("allowMultipleAllocations")),
+                    tuple((name, token(leaf)) for name, leaf in attributes[i].items()),
+                    tuple((name, token(leaf)) for name, leaf in capacity[i].items()),
+                )
+            )
+        return out
+
+    def indices_in(self, projection: _Projection, groups: set[int]) -> list[int]:
+        """Device indices, in order, of the devices in ``groups`` of ``projection``."""
+        if not groups:
+            return []
+        return list(
+            itertools.compress(range(len(self._raw)), map(groups.__contains__, projection.groups))
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -319,35 +888,50 @@ class AttributeCatalogue:
     @staticmethod
     def of(devices: Iterable[CandidateDevice]) -> AttributeCatalogue:
         """Collect the catalogue of ``devices``."""
+        return AttributeCatalogue.collect((d.driver, d.mig_profile, d.raw) for d in devices)
+
+    @staticmethod
+    def collect(
+        devices: Iterable[tuple[str, str | None, Mapping[str, Any]]],
+    ) -> AttributeCatalogue:
+        """The catalogue of (driver, MIG profile, raw device) triples."""
         types: dict[tuple[str, str], set[str]] = defaultdict(set)
         values: dict[tuple[str, str], set[Any]] = defaultdict(set)
         caps: dict[tuple[str, str], set[str]] = defaultdict(set)
         profile_memory: dict[str, set[str]] = defaultdict(set)
         cap = AttributeCatalogue.VALUE_CAP
-        seen_attrs: set[int] = set()
-        for device in devices:
-            attrs = device.raw.get("attributes") or {}
-            # Devices of one GPU model share their attribute dicts after interning;
-            # skip repeats cheaply by identity.
-            if id(attrs) in seen_attrs:
-                continue
-            for name, raw in attrs.items():
+        # A value object met again under the same name (the streaming loader shares
+        # them) adds nothing: skip it by identity. Bounded, for unshared sources.
+        seen: set[tuple[int, str, str, str | None]] = set()
+        for driver, mig_profile, raw_device in devices:
+            mark: tuple[int, str, str, str | None]
+            for name, raw in (raw_device.get("attributes") or {}).items():
+                mark = (id(raw), name, driver, None)
+                if mark in seen:
+                    continue
+                if len(seen) < LEAF_IDS_MAX:
+                    seen.add(mark)
                 domain, _, ident = name.partition("/") if "/" in name else ("", "", name)
-                key = (domain or device.driver, ident)
+                key = (domain or driver, ident)
                 if isinstance(raw, Mapping):
                     for member, value in raw.items():
                         types[key].add(member)
                         bucket = values[key]
                         if len(bucket) < cap:
                             bucket.add(tuple(value) if isinstance(value, list) else value)
-            for name, raw in (device.raw.get("capacity") or {}).items():
+            for name, raw in (raw_device.get("capacity") or {}).items():
+                mark = (id(raw), name, driver, mig_profile or "")
+                if mark in seen:
+                    continue
+                if len(seen) < LEAF_IDS_MAX:
+                    seen.add(mark)
                 domain, _, ident = name.partition("/") if "/" in name else ("", "", name)
-                key = (domain or device.driver, ident)
+                key = (domain or driver, ident)
                 text = raw.get("value") if isinstance(raw, Mapping) else raw
                 if text is not None and len(caps[key]) < cap:
                     caps[key].add(str(text))
-                if device.mig_profile and ident == "memory" and text is not None:
-                    profile_memory[device.mig_profile].add(str(text))
+                if mig_profile and ident == "memory" and text is not None:
+                    profile_memory[mig_profile].add(str(text))
         return AttributeCatalogue(
             attribute_types={k: frozenset(v) for k, v in types.items()},
             attribute_values={k: frozenset(v) for k, v in values.items()},
@@ -365,45 +949,136 @@ class AttributeCatalogue:
         return sorted({d for d, n in table if n == name})
 
 
+def _scalar_of(leaf: Any) -> Any:
+    """The scalar of an attribute value (``string``, ``int``, ``bool``, ``version``), or None."""
+    if isinstance(leaf, Mapping):
+        for member in ("string", "int", "bool", "version"):
+            if member in leaf:
+                return leaf[member]
+    return None
+
+
 def build_inventory(
     snapshot: Snapshot,
     *,
     nodes: Sequence[str] | None = None,
     builtin_classes_fallback: bool = True,
+    grouped: bool = True,
 ) -> DeviceInventory:
     """Every device visible from ``nodes`` (all when None), and the DeviceClasses to use.
 
     Only each pool's newest generation counts. When the source holds no DeviceClass at
     all and ``builtin_classes_fallback`` is set, the NVIDIA driver's built-in classes are
-    used (the caller reports that as a note).
+    used (the caller reports that as a note). ``grouped``: see :class:`DeviceInventory`.
     """
     wanted = set(nodes) if nodes is not None else None
-    devices: list[CandidateDevice] = []
+    raws: list[Mapping[str, Any]] = []
+    drivers: list[str] = []
+    pools: list[str] = []
+    device_nodes: list[str | None] = []
+    names: list[str] = []
+    types: list[str] = []
+    profiles: list[str | None] = []
+    # The type/profile of a shared value object, by identity (bounded; pinned in `seen`).
+    scalars: dict[int, Any] = {}
+    seen: list[Any] = []
+
+    def scalar(leaf: Any) -> Any:
+        value = scalars.get(id(leaf), _MISSING)
+        if value is _MISSING:
+            value = _scalar_of(leaf)
+            if len(scalars) < LEAF_IDS_MAX:
+                scalars[id(leaf)] = value
+                seen.append(leaf)
+        return value
+
     node_names: set[str] = set(snapshot.node_names())
+    index = _fleet_index(snapshot)
+    noted_all = index is not None
+    in_order = True
+    last: tuple[str, str, str, str] | None = None
+    noted_attributes: list[dict[str, Any]] = []
+    noted_capacities: list[dict[str, Any]] = []
     for sl in _latest_generation_slices(snapshot):
         spec = sl.get("spec") or {}
         driver = str(spec.get("driver") or "")
         pool = str((spec.get("pool") or {}).get("name") or "")
         slice_node = spec.get("nodeName")
-        for raw in spec.get("devices") or ():
-            if not isinstance(raw, Mapping):
+        slice_node = str(slice_node) if slice_node else None
+        qualified_type = f"{driver}/type"
+        qualified_profile = f"{driver}/profile"
+        before = len(raws)
+        devices = spec.get("devices") or ()
+        if not devices:
+            continue
+        noted = index.slices.get(id(devices)) if index is not None else None
+        if noted is not None and noted.devices is devices and len(noted.names) == len(devices):
+            # The streaming loader read these while decoding them (sources.fleet).
+            own = noted.node_names
+            if own is None:
+                labels: list[str | None] = [slice_node] * len(devices)
+            else:
+                labels = [node or slice_node for node in own]
+            if wanted is None:
+                raws.extend(devices)
+                noted_attributes.extend(noted.attributes)
+                noted_capacities.extend(noted.capacities)
+                names.extend(noted.names)
+                device_nodes.extend(labels)
+                types.extend(noted.types)
+                profiles.extend(noted.profiles)
+                if in_order:
+                    # Still sorted by (node, driver, pool, name)? Then no sort is needed.
+                    label = slice_node or ANY_NODE
+                    first = (label, driver, pool, noted.names[0])
+                    in_order = (
+                        own is None
+                        and (last is None or last <= first)
+                        and all(
+                            map(operator.le, noted.names, itertools.islice(noted.names, 1, None))
+                        )
+                    )
+                    last = (label, driver, pool, noted.names[-1])
+            else:
+                in_order = False  # (sorted below, as any restricted inventory)
+                for i, node in enumerate(labels):
+                    if node is None or node in wanted:
+                        raws.append(devices[i])
+                        noted_attributes.append(noted.attributes[i])
+                        noted_capacities.append(noted.capacities[i])
+                        names.append(noted.names[i])
+                        device_nodes.append(node)
+                        types.append(noted.types[i])
+                        profiles.append(noted.profiles[i])
+            added = len(raws) - before
+            drivers.extend([driver] * added)
+            pools.extend([pool] * added)
+            continue
+        noted_all = in_order = False
+        for raw in devices:
+            if raw.__class__ is not dict and not isinstance(raw, Mapping):
                 continue
-            node = raw.get("nodeName") or slice_node
-            node = str(node) if node else None
+            node = raw.get("nodeName")
+            node = str(node) if node else slice_node
             if wanted is not None and node is not None and node not in wanted:
                 continue
-            profile = _attribute(raw, driver, "profile")
-            devices.append(
-                CandidateDevice(
-                    driver=driver,
-                    pool=pool,
-                    slice_device_name=str(raw.get("name") or ""),
-                    node=node,
-                    device_type=str(_attribute(raw, driver, "type") or ""),
-                    mig_profile=str(profile) if profile is not None else None,
-                    raw=raw,
-                )
-            )
+            attrs = raw.get("attributes") or {}
+            if attrs.__class__ is dict:
+                leaf = attrs.get("type")
+                device_type = scalar(attrs.get(qualified_type) if leaf is None else leaf)
+                leaf = attrs.get("profile")
+                profile = scalar(attrs.get(qualified_profile) if leaf is None else leaf)
+            else:
+                device_type = _attribute(raw, driver, "type")
+                profile = _attribute(raw, driver, "profile")
+            raws.append(raw)
+            names.append(str(raw.get("name") or ""))
+            device_nodes.append(node)
+            types.append(device_type if device_type.__class__ is str else str(device_type or ""))
+            profiles.append(str(profile) if profile is not None else None)
+        added = len(raws) - before
+        drivers.extend([driver] * added)
+        pools.extend([pool] * added)
     classes = {name_of(c): c for c in snapshot.device_classes}
     source: Literal["source", "builtin", "none"] = "source"
     if not classes:
@@ -413,14 +1088,34 @@ def build_inventory(
         else:
             source = "none"
     scope = sorted(wanted) if wanted is not None else sorted(node_names)
-    devices.sort(key=lambda d: (d.node_label, d.driver, d.pool, d.slice_device_name))
-    return DeviceInventory(
-        devices,
+    columns: list[list[Any]] = [raws, drivers, pools, device_nodes, names, types, profiles]
+    if not in_order:
+        keys = list(zip([n or ANY_NODE for n in device_nodes], drivers, pools, names, strict=True))
+        order = sorted(range(len(keys)), key=keys.__getitem__)  # stable, as before
+        if order != list(range(len(keys))):
+            columns = [[column[i] for i in order] for column in columns]
+    inventory = DeviceInventory(
+        (),
         classes=classes,
         classes_source=source,
         nodes=scope,
         restricted_to=sorted(wanted) if wanted is not None else None,
+        grouped=grouped,
     )
+    inventory._set_columns(*columns)  # type: ignore[arg-type]
+    if noted_all and index is not None and index.complete:
+        inventory._index = index
+        if in_order:
+            # The loader's per-device maps, in inventory order already.
+            inventory._holders = {"attributes": noted_attributes, "capacity": noted_capacities}
+    return inventory
+
+
+def _fleet_index(snapshot: Snapshot) -> FleetIndex | None:
+    """What the streaming loader noted about ``snapshot``'s devices, if it loaded it."""
+    from dradiag.sources.fleet import fleet_index
+
+    return fleet_index(snapshot)
 
 
 # -- results --------------------------------------------------------------------------
@@ -728,16 +1423,21 @@ class _Breakdown:
         self.by_profile: dict[str, Tally] = defaultdict(Tally)
 
     def add(self, device: CandidateDevice, outcome: int) -> None:
-        tallies = [self.total, self.by_node[device.node_label], self.by_type[device.device_type]]
-        if device.mig_profile is not None:
-            tallies.append(self.by_profile[device.mig_profile])
+        self.add_many(device.node_label, device.device_type, device.mig_profile, outcome, 1)
+
+    def add_many(
+        self, node: str, device_type: str, profile: str | None, outcome: int, count: int
+    ) -> None:
+        tallies = [self.total, self.by_node[node], self.by_type[device_type]]
+        if profile is not None:
+            tallies.append(self.by_profile[profile])
         for tally in tallies:
             if outcome == 1:
-                tally.matched += 1
+                tally.matched += count
             elif outcome == 0:
-                tally.not_matched += 1
+                tally.not_matched += count
             else:
-                tally.errored += 1
+                tally.errored += count
 
     def freeze(self, evaluated: bool) -> StageResult:
         return StageResult(
@@ -762,11 +1462,10 @@ def _run_stage(
 
     breakdown = _Breakdown()
     matched: list[int] = []
-    devices = inventory.devices
     cel = inventory.cel
     fns = [(run, run.fn) for run in runs]
     for index in indices:
-        device = devices[index]
+        device = inventory.device(index)
         outcome = 1
         cel_dev = cel(index)
         for run, fn in fns:
@@ -794,19 +1493,119 @@ def _run_stage(
     return breakdown.freeze(True), matched
 
 
+def _outcome(device: CelDevice, runs: list[_SelectorRun]) -> tuple[int, int, str]:
+    """(outcome, position, error): how ``runs`` end on one device, as ``_run_stage`` counts it.
+
+    Outcome 1 (all true; position is ``len(runs)``), 0 (false at ``position``) or -1
+    (``CelRuntimeError`` at ``position``, with its message).
+    """
+    from dradiag.analyses.cel import CelRuntimeError
+
+    for position, run in enumerate(runs):
+        assert run.fn is not None
+        try:
+            ok = run.fn(device)
+        except CelRuntimeError as exc:
+            return -1, position, exc.message
+        if not ok:
+            return 0, position, ""
+    return 1, len(runs), ""
+
+
+def _run_stage_grouped(
+    inventory: DeviceInventory,
+    projection: _Projection,
+    among: set[int] | None,
+    runs: list[_SelectorRun],
+) -> tuple[StageResult, set[int]]:
+    """``_run_stage`` on the devices of the groups ``among`` (all when None), group by group.
+
+    Every device of a group has the values the selectors read in common, so the
+    representative's outcome is each device's: tallies and selector counts are the
+    group's size times it, and only the errors' samples name devices (the first
+    :data:`MAX_ERRORS_KEPT` per selector, in device order). Returns the stage and the
+    groups whose devices match.
+    """
+    cells, cell_keys = inventory.cells()
+    counts = projection.cell_counts(cells)
+    outcomes: dict[int, tuple[int, int, str]] = {}
+    sizes: Counter[int] = Counter()
+    breakdown = _Breakdown()
+    cel = inventory.cel
+    for (cell, group), count in counts.items():
+        if among is not None and group not in among:
+            continue
+        outcome = outcomes.get(group)
+        if outcome is None:
+            outcome = outcomes[group] = _outcome(cel(group), runs)
+        node, device_type, profile = cell_keys[cell]
+        breakdown.add_many(node, device_type, profile, outcome[0], count)
+        sizes[group] += count
+    failing: dict[int, set[int]] = defaultdict(set)
+    for group, size in sizes.items():
+        result, position, _ = outcomes[group]
+        for run in runs[:position]:
+            run.evaluated += size
+            run.true += size
+        if result == 1:
+            continue
+        run = runs[position]
+        run.evaluated += size
+        if result == 0:
+            run.false += size
+        else:
+            run.error_count += size
+            failing[position].add(group)
+    order = range(len(inventory))
+    for position, groups in sorted(failing.items()):
+        run = runs[position]
+        first = itertools.islice(
+            itertools.compress(order, map(groups.__contains__, projection.groups)),
+            MAX_ERRORS_KEPT,
+        )
+        run.errors.extend(
+            DeviceError(
+                device=inventory.ref(index),
+                node=inventory.node_label(index),
+                message=outcomes[projection.groups[index]][2],
+            )
+            for index in first
+        )
+    matched = {group for group, outcome in outcomes.items() if outcome[0] == 1}
+    return breakdown.freeze(True), matched
+
+
 _EMPTY_STAGE = StageResult(evaluated=False, total=Tally(), by_node={}, by_type={}, by_profile={})
+
+
+def device_outcomes(inventory: DeviceInventory, selector: CompiledSelector) -> list[bool | str]:
+    """One selector on every device of ``inventory``, in order: True, False, or the error.
+
+    An error is the ``CelRuntimeError`` message. Grouped inventories evaluate it once per
+    distinct tuple of the values it reads (:class:`_Projection`).
+    """
+    from dradiag.analyses.cel import CelRuntimeError
+
+    fn = _memoized(selector)
+
+    def one(index: int) -> bool | str:
+        try:
+            return bool(fn(inventory.cel(index)))
+        except CelRuntimeError as exc:
+            return exc.message
+
+    if not inventory.grouped:
+        return [one(index) for index in range(len(inventory))]
+    groups = inventory.projection(_ReadSpec.of([selector])).groups
+    results = {group: one(group) for group in dict.fromkeys(groups)}
+    return list(map(results.__getitem__, groups))
 
 
 def _per_node(inventory: DeviceInventory, indices: Iterable[int]) -> Counter[str]:
     """Matching devices visible from each node in scope (node-less ones count for all)."""
-    counts: Counter[str] = Counter()
-    anywhere = 0
-    for index in indices:
-        node = inventory.devices[index].node
-        if node is None:
-            anywhere += 1
-        else:
-            counts[node] += 1
+    nodes: list[Any] = inventory._node
+    counts: Counter[Any] = Counter(map(nodes.__getitem__, indices))
+    anywhere = counts.pop(None, 0)
     if anywhere:
         for node in inventory.nodes or (ANY_NODE,):
             counts[node] += anywhere
@@ -842,11 +1641,21 @@ def _analyze_alternative(
     class_stage = request_stage = _EMPTY_STAGE
     matched: list[int] = []
     if device_class is not None and not problem and not unusable(class_runs):
-        class_stage, class_matched = _run_stage(
-            inventory, range(len(inventory.devices)), class_runs
-        )
-        if not unusable(request_runs):
-            request_stage, matched = _run_stage(inventory, class_matched, request_runs)
+        if inventory.grouped:
+            stages = class_runs if unusable(request_runs) else class_runs + request_runs
+            projection = inventory.projection(
+                _ReadSpec.of(r.compiled for r in stages if r.compiled is not None)
+            )
+            class_stage, class_groups = _run_stage_grouped(inventory, projection, None, class_runs)
+            if not unusable(request_runs):
+                request_stage, groups = _run_stage_grouped(
+                    inventory, projection, class_groups, request_runs
+                )
+                matched = inventory.indices_in(projection, groups)
+        else:
+            class_stage, class_matched = _run_stage(inventory, range(len(inventory)), class_runs)
+            if not unusable(request_runs):
+                request_stage, matched = _run_stage(inventory, class_matched, request_runs)
     per_node = _per_node(inventory, matched)
     best_node, best_count = (None, 0)
     if per_node:
@@ -934,43 +1743,26 @@ def _one_constraint(
     search can still fail where this passes when requests compete for the same few
     devices; it never succeeds where this fails.
     """
-    devices = inventory.devices
-    # node -> value -> per-request count; and the union of device indices
-    per: dict[str, dict[Any, list[set[int]]]] = defaultdict(
-        lambda: defaultdict(lambda: [set() for _ in alternatives])
-    )
-    totals: dict[str, list[int]] = defaultdict(lambda: [0] * len(alternatives))
-    lacking = 0
-    for a_index, alt in enumerate(alternatives):
-        for index in alt.matched_indices:
-            device = devices[index]
-            nodes = [device.node] if device.node else list(inventory.nodes or (ANY_NODE,))
-            value = qualified_attribute(device.raw, device.driver, attribute)
-            for node in nodes:
-                totals[node][a_index] += 1
-            if value is None:
-                lacking += 1
-                continue
-            values = value if isinstance(value, tuple) else (value,)
-            for node in nodes:
-                for v in values:
-                    per[node][v][a_index].add(index)
+    gathered = _constraint_counts(inventory, attribute, alternatives)
+    if gathered is None:
+        gathered = _constraint_sets(inventory, attribute, alternatives)
+    per, unions, totals, lacking = gathered
     feasible_nodes = 0
     best: tuple[int, str, Any] | None = None
     for node, by_value in per.items():
         ok_here = False
-        for value, sets in by_value.items():
+        for value, haves in by_value.items():
             covered = 0
             ok = True
             for a_index, alt in enumerate(alternatives):
-                have = len(sets[a_index])
+                have = haves[a_index]
                 need = totals[node][a_index] if alt.allocation_mode == "All" else alt.count
                 if alt.allocation_mode == "All" and have < totals[node][a_index]:
                     ok = False
                 if have < need:
                     ok = False
                 covered += min(have, need)
-            union = len(set().union(*sets))
+            union = unions[node, value]
             need_total = sum(
                 totals[node][i] if a.allocation_mode == "All" else a.count
                 for i, a in enumerate(alternatives)
@@ -1013,6 +1805,96 @@ def _one_constraint(
     )
 
 
+_Gathered = tuple[
+    dict[str, dict[Any, list[int]]], dict[tuple[str, Any], int], dict[str, list[int]], int
+]
+"""node → value → matching devices per request; (node, value) → devices of any request;
+node → matching devices per request; matching devices without the attribute."""
+
+
+def _constraint_sets(
+    inventory: DeviceInventory, attribute: str, alternatives: Sequence[RequestSelection]
+) -> _Gathered:
+    """:func:`_one_constraint`'s counts, device by device (any device, any value)."""
+    raws, device_nodes, drivers = inventory._raw, inventory._node, inventory._driver
+    everywhere = list(inventory.nodes or (ANY_NODE,))
+    # node -> value -> per-request device indices
+    per: dict[str, dict[Any, list[set[int]]]] = defaultdict(
+        lambda: defaultdict(lambda: [set() for _ in alternatives])
+    )
+    totals: dict[str, list[int]] = defaultdict(lambda: [0] * len(alternatives))
+    lacking = 0
+    for a_index, alt in enumerate(alternatives):
+        for index in alt.matched_indices:
+            node_name = device_nodes[index]
+            nodes = [node_name] if node_name else everywhere
+            value = qualified_attribute(raws[index], drivers[index], attribute)
+            for node in nodes:
+                totals[node][a_index] += 1
+            if value is None:
+                lacking += 1
+                continue
+            values = value if isinstance(value, tuple) else (value,)
+            for node in nodes:
+                for v in values:
+                    per[node][v][a_index].add(index)
+    counts = {
+        node: {value: [len(s) for s in sets] for value, sets in by_value.items()}
+        for node, by_value in per.items()
+    }
+    unions = {
+        (node, value): len(set().union(*sets))
+        for node, by_value in per.items()
+        for value, sets in by_value.items()
+    }
+    return counts, unions, totals, lacking
+
+
+def _constraint_counts(
+    inventory: DeviceInventory, attribute: str, alternatives: Sequence[RequestSelection]
+) -> _Gathered | None:
+    """:func:`_constraint_sets` by counting, in C: None unless every matching device has
+    its own node and the attribute's values are scalars (the usual case)."""
+    entries = inventory._entries("attributes")
+    device_nodes, drivers = inventory._node, inventory._driver
+    domain, _, ident = attribute.partition("/")
+    per: dict[str, dict[Any, list[int]]] = {}
+    totals: dict[str, list[int]] = {}
+    where: dict[int, tuple[str, Any]] = {}
+    lacking = 0
+    width = len(alternatives)
+    for a_index, alt in enumerate(alternatives):
+        matched = alt.matched_indices
+        if not matched:
+            continue
+        nodes = list(map(device_nodes.__getitem__, matched))
+        if None in nodes:
+            return None
+        attrs = list(map(entries.__getitem__, matched))
+        # qualified_attribute: the qualified name first, then the bare one in the driver's domain
+        leaves = list(map(dict.get, attrs, itertools.repeat(attribute)))
+        if leaves.count(None):
+            own = list(map(drivers.__getitem__, matched))
+            for i, leaf in enumerate(leaves):
+                if leaf is None and own[i] == domain:
+                    leaves[i] = attrs[i].get(ident)
+        distinct = dict(zip(map(id, leaves), leaves, strict=True))
+        value_of = {key: _member_value(leaf) for key, leaf in distinct.items()}
+        if any(isinstance(value, tuple) for value in value_of.values()):
+            return None
+        values = list(map(value_of.__getitem__, map(id, leaves)))
+        for node, count in Counter(nodes).items():
+            totals.setdefault(node, [0] * width)[a_index] += count
+        for (node, value), count in Counter(zip(nodes, values, strict=True)).items():
+            if value is None:
+                lacking += count
+                continue
+            per.setdefault(node, {}).setdefault(value, [0] * width)[a_index] += count
+        where.update(zip(matched, zip(nodes, values, strict=True), strict=True))
+    unions = Counter(where.values())
+    return per, dict(unions), totals, lacking
+
+
 _INVENTORY_CACHE: list[tuple[Snapshot, tuple[str, ...] | None, bool, DeviceInventory]] = []
 
 
@@ -1026,6 +1908,31 @@ def _cached_inventory(
     inventory = build_inventory(snapshot, nodes=nodes, builtin_classes_fallback=fallback)
     _INVENTORY_CACHE[:] = [(snapshot, key_nodes, fallback, inventory)]
     return inventory
+
+
+def claim_selectors(inventory: DeviceInventory, claim_spec: Mapping[str, Any]) -> list[Any]:
+    """Every compiled selector a claim spec's requests would run (class and request)."""
+    out = []
+    for request in (claim_spec.get("devices") or {}).get("requests") or ():
+        if not isinstance(request, Mapping):
+            continue
+        subs = request.get("firstAvailable")
+        if isinstance(subs, list) and subs:
+            specs = [sub for sub in subs if isinstance(sub, Mapping)]
+        else:
+            exactly = request.get("exactly")
+            specs = [exactly if isinstance(exactly, Mapping) else {}]
+        for spec in specs:
+            class_name = str(spec.get("deviceClassName") or "")
+            device_class = inventory.classes.get(class_name) if class_name else None
+            expressions = _selector_expressions(
+                ((device_class or {}).get("spec") or {}).get("selectors")
+            ) + _selector_expressions(spec.get("selectors"))
+            for expression in expressions:
+                compiled, _ = _compile(expression) if expression else (None, None)
+                if compiled is not None:
+                    out.append(compiled)
+    return out
 
 
 def analyze_claim_selection(

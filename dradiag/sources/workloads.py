@@ -15,16 +15,15 @@ Two things are read here, both for ``dradiag selector-check``:
   keeps the file, line and column it sits at: compile errors and SARIF results point at
   the expression in the file, not at the document.
 - **The devices** (:func:`load_device_snapshot`): ``--slices``/``--from`` input. A large
-  single JSON file (a fleet's ``kubectl get resourceslices -o json``) is streamed item by
-  item and its devices' repeated values are shared, because decoding 160k devices as one
-  document costs about twelve times the file size in memory; everything else goes through
+  single JSON file (a fleet's ``kubectl get resourceslices -o json``) is decoded a slice
+  of its ``items`` at a time with orjson and its devices' repeated values are shared
+  (``sources.fleet``), because decoding 160k devices as one document costs about twelve
+  times the file size in memory; everything else goes through
   ``sources.manifests.load_snapshot``.
 """
 
 from __future__ import annotations
 
-import gc
-import json
 import logging
 import re
 import sys
@@ -36,8 +35,9 @@ from typing import Any, Literal
 import yaml
 
 from dradiag.errors import InputError
-from dradiag.snapshot.model import Kind, Snapshot, SourceInfo
-from dradiag.snapshot.normalize import kind_of, normalize, normalize_claim_spec
+from dradiag.snapshot.model import Kind, Snapshot
+from dradiag.snapshot.normalize import kind_of, normalize_claim_spec
+from dradiag.sources.fleet import STREAM_THRESHOLD_BYTES, stream_slice_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -624,167 +624,7 @@ def load_manifests(
 
 # -- the device source ----------------------------------------------------------------
 
-STREAM_THRESHOLD_BYTES = 16 * 1024 * 1024
-"""JSON files above this size are streamed item by item (see the module docstring)."""
-
-_WHITESPACE = re.compile(r"[ \t\n\r]*")
-
-
-class _Interner:
-    """Shares equal leaf values across devices: a fleet repeats the same few thousand.
-
-    Attribute values (``{"string": "mig"}``), capacity entries and whole
-    ``consumesCounters`` lists are replaced by one shared object per distinct value, so a
-    device costs its name and its attribute map, not a copy of every value.
-    """
-
-    __slots__ = ("values", "lists")
-
-    def __init__(self) -> None:
-        self.values: dict[Any, Any] = {}
-        self.lists: dict[bytes, Any] = {}
-
-    def device(self, device: dict[str, Any]) -> None:
-        values = self.values
-        for holder in ("attributes", "capacity"):
-            entries = device.get(holder)
-            if not isinstance(entries, dict):
-                continue
-            for key, value in entries.items():
-                try:
-                    # {"string": "mig"} / {"value": "80Gi"}: share by (member, scalar).
-                    ((member, inner),) = value.items()
-                    entries[key] = values.setdefault((member, inner), value)
-                except (AttributeError, ValueError, TypeError):
-                    continue  # not a one-member mapping of a scalar: keep as is
-        counters = device.get("consumesCounters")
-        if isinstance(counters, list):
-            try:
-                import orjson
-
-                fingerprint = orjson.dumps(counters)
-            except (ImportError, TypeError):  # pragma: no cover - orjson is a dependency
-                return
-            device["consumesCounters"] = self.lists.setdefault(fingerprint, counters)
-
-
-def _stream_json_items(text: str, path: str) -> Iterator[Any]:
-    """Decode a top-level List/array one item at a time (``json``'s ``raw_decode``)."""
-    scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-
-    def skip(index: int) -> int:
-        return _WHITESPACE.match(text, index).end()  # type: ignore[union-attr]
-
-    def fail(index: int, reason: str) -> InputError:
-        line = text.count("\n", 0, index) + 1
-        column = index - text.rfind("\n", 0, index)
-        return InputError(f"malformed JSON: {reason}", path=path, line=line, column=column)
-
-    def decode(index: int) -> tuple[Any, int]:
-        try:
-            value, end = scan(text, index)
-        except StopIteration:
-            raise fail(index, "expecting a value") from None
-        except json.JSONDecodeError as exc:
-            raise fail(exc.pos, exc.msg) from None
-        return value, end
-
-    end = [0]
-
-    def items(index: int) -> Iterator[Any]:
-        """The array's values; ``end[0]`` is the index after its ``]`` once exhausted."""
-        index = skip(index + 1)
-        while not text.startswith("]", index):
-            value, index = decode(index)
-            yield value
-            index = skip(index)
-            if text.startswith(",", index):
-                index = skip(index + 1)
-            elif not text.startswith("]", index):
-                raise fail(index, "expecting ',' or ']'")
-        end[0] = index + 1
-
-    index = skip(0)
-    if text.startswith("[", index):
-        yield from items(index)
-        return
-    if not text.startswith("{", index):
-        raise fail(index, "expecting '{' or '['")
-    index = skip(index + 1)
-    header: dict[str, Any] = {}
-    while not text.startswith("}", index):
-        key, index = decode(index)
-        index = skip(index)
-        if not text.startswith(":", index):
-            raise fail(index, "expecting ':'")
-        index = skip(index + 1)
-        if key == "items" and text.startswith("[", index):
-            item_kind = str(header.get("kind") or "")[: -len("List")] or None
-            for item in items(index):
-                if isinstance(item, dict) and item_kind and "kind" not in item:
-                    item = {"apiVersion": header.get("apiVersion"), "kind": item_kind, **item}
-                yield item
-            index = end[0]
-        else:
-            header[key], index = decode(index)
-        index = skip(index)
-        if text.startswith(",", index):
-            index = skip(index + 1)
-    if "items" not in header and header.get("kind") and not str(header["kind"]).endswith("List"):
-        yield header
-
-
-def stream_slice_snapshot(path: str) -> Snapshot:
-    """A Snapshot of one large JSON file, decoded item by item with shared leaf values.
-
-    Only the kinds dradiag reads are kept. Python's cyclic GC is paused while decoding:
-    the decoded objects hold no cycles, and its passes over a heap of millions of small
-    dicts cost as much as the decoding itself.
-    """
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
-    text = _decode(data, path)
-    del data
-    objects: dict[Kind, list[Any]] = {k: [] for k in Kind if k is not Kind.LOG}
-    interner = _Interner()
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for item in _stream_json_items(text, path):
-            if not isinstance(item, dict):
-                continue
-            kind = kind_of(item)
-            if kind is None:
-                continue
-            # resource.k8s.io/v1 slices are already in the shape analyses read; normalizing
-            # would copy every device (the other versions still need it).
-            if kind is Kind.RESOURCE_SLICE and item.get("apiVersion") == "resource.k8s.io/v1":
-                obj = item
-            else:
-                obj = normalize(kind, item)
-            if kind is Kind.RESOURCE_SLICE:
-                for device in (obj.get("spec") or {}).get("devices") or ():
-                    if isinstance(device, dict):
-                        interner.device(device)
-            objects[kind].append(obj)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    del text
-    if not any(objects.values()):
-        raise InputError("no Kubernetes objects dradiag can read", path=path)
-    from dradiag.snapshot.model import Coverage, KindRecord
-
-    coverage = {
-        kind: KindRecord(kind=kind, coverage=Coverage.COLLECTED, scope="files")
-        for kind, objs in objects.items()
-        if objs
-    }
-    return Snapshot(
-        objects=objects, coverage=coverage, source=SourceInfo(kind="files", location=path)
-    )
+# The streaming loader (stream_slice_snapshot, STREAM_THRESHOLD_BYTES) is sources.fleet's.
 
 
 def load_device_snapshot(path: str, *, stdin: Any = None) -> Snapshot:

@@ -1,0 +1,502 @@
+"""Fast loading of one large JSON device source (a fleet's ``kubectl get resourceslices -o json``).
+
+Decoding 160k devices as one document costs about twelve times the file size in memory
+(a dict per value). Here the top-level ``items`` array is decoded in slices of about
+64 KiB with orjson and each device's repeated values are shared as they arrive, so the
+file costs its own size (as text, while decoding) plus one copy of what is distinct.
+
+Finding where a slice of the array may end needs no JSON scanner: a candidate is a ``}``
+followed by ``,`` and ``{``, taken when the braces from the slice's start balance there
+(a cheap count that ignores strings). orjson then decides: ``[`` + slice + ``]`` parses only
+when the slice ends between two items of the array (a cut inside a string, an object or
+a nested array leaves something unclosed), so a parsed slice holds exactly the items the
+one-by-one decoder would have produced. Where no candidate balances, or orjson refuses a
+slice, the standard library decodes the items there one at a time, as before; malformed
+input is therefore reported with the same message, line and column either way.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from itertools import repeat
+from pathlib import Path
+from typing import Any
+
+from dradiag.errors import InputError
+from dradiag.snapshot.model import Kind, Snapshot, SourceInfo
+from dradiag.snapshot.normalize import kind_of, normalize
+
+__all__ = [
+    "STREAM_THRESHOLD_BYTES",
+    "FleetIndex",
+    "SliceDevices",
+    "fleet_index",
+    "iter_json_items",
+    "stream_slice_snapshot",
+]
+
+STREAM_THRESHOLD_BYTES = 16 * 1024 * 1024
+"""JSON files at least this large are streamed (see the module docstring)."""
+
+CHUNK_CHARS = 64 * 1024
+"""Aim for array slices of this many characters (measured: 64-128 KiB decode fastest)."""
+
+MAX_PROBE_CHARS = 16 * CHUNK_CHARS
+"""How far past the aim a slice's end is looked for before decoding one item at a time."""
+
+_MISSING = object()
+_SCALARS_MAX = 1 << 16
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_SPLIT = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
+
+
+def _orjson_loads() -> Callable[[str], Any] | None:
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a declared dependency
+        return None
+    loads: Callable[[str], Any] = orjson.loads
+    return loads
+
+
+def _slice_end(text: str, start: int) -> tuple[int, int] | None:
+    """(end, next): ``text[start:end]`` may be whole items, the next item starts at ``next``.
+
+    ``start`` is where an item begins. The end is just after a ``}`` that is followed by
+    ``,`` and ``{`` and where the braces counted from ``start`` balance; None when there
+    is none within reach (the array ends first, or strings hold unbalanced braces).
+    """
+    search = _SPLIT.search
+    count = text.count
+    target = start + CHUNK_CHARS
+    found = search(text, target)
+    if found is None:
+        return None
+    limit = target + MAX_PROBE_CHARS
+    pos = found.start() + 1
+    depth = count("{", start, pos) - count("}", start, pos)
+    while depth:
+        found = search(text, pos)
+        if found is None or found.start() > limit:
+            return None
+        nxt = found.start() + 1
+        depth += count("{", pos, nxt) - count("}", pos, nxt)
+        pos = nxt
+    return pos, found.end() - 1
+
+
+_CONSTANTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def iter_json_items(
+    text: str, path: str, *, on_constant: Callable[[], None] | None = None
+) -> Iterator[Any]:
+    """The objects of a top-level List (or array), decoded a slice of the array at a time.
+
+    Items of a ``<Kind>List`` that carry no ``kind`` get the list's (from the keys read
+    before ``items``), as ``sources.manifests`` does. Raises InputError (with line and
+    column) for malformed JSON. ``on_constant`` is called when the standard library's
+    decoder meets ``NaN`` or an infinity (which it accepts, as this loader always has),
+    before the item holding it is yielded.
+    """
+
+    def constant(name: str) -> float:
+        if on_constant is not None:
+            on_constant()
+        return _CONSTANTS[name]
+
+    scan = json.JSONDecoder(parse_constant=constant).scan_once  # type: ignore[attr-defined]
+    loads = _orjson_loads()
+
+    def skip(index: int) -> int:
+        return _WHITESPACE.match(text, index).end()  # type: ignore[union-attr]
+
+    def fail(index: int, reason: str) -> InputError:
+        line = text.count("\n", 0, index) + 1
+        column = index - text.rfind("\n", 0, index)
+        return InputError(f"malformed JSON: {reason}", path=path, line=line, column=column)
+
+    def decode(index: int) -> tuple[Any, int]:
+        try:
+            value, end = scan(text, index)
+        except StopIteration:
+            raise fail(index, "expecting a value") from None
+        except json.JSONDecodeError as exc:
+            raise fail(exc.pos, exc.msg) from None
+        return value, end
+
+    end = [0]
+
+    def items(index: int) -> Iterator[Any]:
+        """The array's values; ``end[0]`` is the index after its ``]`` once exhausted."""
+        index = skip(index + 1)
+        fast_from = index if loads is not None else len(text)
+        while not text.startswith("]", index):
+            if index >= fast_from and loads is not None:
+                cut = _slice_end(text, index)
+                if cut is not None:
+                    stop, resume = cut
+                    try:
+                        values = loads("[" + text[index:stop] + "]")
+                    except ValueError:  # orjson.JSONDecodeError: let the stdlib say why
+                        fast_from = stop
+                    else:
+                        yield from values
+                        index = resume
+                        continue
+                else:
+                    fast_from = index + CHUNK_CHARS + MAX_PROBE_CHARS
+            value, index = decode(index)
+            yield value
+            index = skip(index)
+            if text.startswith(",", index):
+                index = skip(index + 1)
+            elif not text.startswith("]", index):
+                raise fail(index, "expecting ',' or ']'")
+        end[0] = index + 1
+
+    index = skip(0)
+    if text.startswith("[", index):
+        yield from items(index)
+        return
+    if not text.startswith("{", index):
+        raise fail(index, "expecting '{' or '['")
+    index = skip(index + 1)
+    header: dict[str, Any] = {}
+    while not text.startswith("}", index):
+        key, index = decode(index)
+        index = skip(index)
+        if not text.startswith(":", index):
+            raise fail(index, "expecting ':'")
+        index = skip(index + 1)
+        if key == "items" and text.startswith("[", index):
+            item_kind = str(header.get("kind") or "")[: -len("List")] or None
+            for item in items(index):
+                if isinstance(item, dict) and item_kind and "kind" not in item:
+                    item = {"apiVersion": header.get("apiVersion"), "kind": item_kind, **item}
+                yield item
+            index = end[0]
+        else:
+            header[key], index = decode(index)
+        index = skip(index)
+        if text.startswith(",", index):
+            index = skip(index + 1)
+    if "items" not in header and header.get("kind") and not str(header["kind"]).endswith("List"):
+        yield header
+
+
+@dataclass(slots=True)
+class SliceDevices:
+    """What the inventory reads of one slice's devices, noted while they were decoded."""
+
+    devices: list[Any]
+    """The slice's ``spec.devices`` list itself (the record is valid for it only)."""
+    names: list[str]
+    """``str(name or "")`` of each device."""
+    node_names: list[str | None] | None
+    """Each device's own ``nodeName`` (``str``, or None when unset); None when no device
+    has one."""
+    types: list[str]
+    """``str(scalar or "")`` of each device's ``type`` attribute (the bare name, else the
+    driver-qualified one), as ``selection.build_inventory`` labels devices."""
+    profiles: list[str | None]
+    """Likewise of ``profile``, None when absent."""
+    attributes: list[dict[str, Any]]
+    """Each device's ``attributes`` map ({} when it has none)."""
+    capacities: list[dict[str, Any]]
+    """Each device's ``capacity`` map ({} when it has none)."""
+
+
+@dataclass(slots=True)
+class FleetIndex:
+    """Facts about a streamed snapshot's devices, gathered while decoding (hot in cache).
+
+    ``attribute_values`` and ``capacity_maps`` hold every attribute value object and
+    every ``capacity`` map of every device of the snapshot (all shared but the few
+    ``loose`` ones that could not be), so a question about all values, such as "does each
+    convert for CEL", is asked of a few thousand objects instead of 160k devices.
+    """
+
+    slices: dict[int, SliceDevices] = field(default_factory=dict)
+    """By ``id`` of the ``spec.devices`` list."""
+    attribute_values: list[Any] = field(default_factory=list)
+    capacity_maps: list[Any] = field(default_factory=list)
+    attribute_names: set[str] = field(default_factory=set)
+    capacity_names: set[str] = field(default_factory=set)
+    complete: bool = True
+    """False when some device's ``attributes``/``capacity`` was not a map: then the
+    value lists above do not hold everything."""
+
+
+# The index of the snapshot streamed last (one: a CLI run reads one device source).
+_LAST_INDEX: list[tuple[Snapshot, FleetIndex]] = []
+
+
+def fleet_index(snapshot: Snapshot) -> FleetIndex | None:
+    """The index :func:`stream_slice_snapshot` gathered for ``snapshot``, if it made it."""
+    for known, index in _LAST_INDEX:
+        if known is snapshot:
+            return index
+    return None
+
+
+def _scalar(value: Any) -> Any:
+    # selection._attribute's member order.
+    if isinstance(value, Mapping):
+        for member in ("string", "int", "bool", "version"):
+            if member in value:
+                return value[member]
+    return None
+
+
+class _Interner:
+    """Shares equal values across devices: a fleet repeats the same few thousand.
+
+    Attribute values (``{"string": "mig"}``) are replaced by one shared object per
+    distinct (member, value, value type); whole ``capacity`` maps and ``consumesCounters``
+    lists by one per distinct JSON text (so key order, which CEL and the allocator see,
+    is kept). A device then costs its name and its attribute map, not a copy of every
+    value.
+    """
+
+    __slots__ = (
+        "values",
+        "shared",
+        "dumps",
+        "loose_values",
+        "loose_maps",
+        "names",
+        "capacity_names",
+        "complete",
+        "scalars",
+        "capacity_maps",
+        "exact",
+    )
+
+    def __init__(self) -> None:
+        self.values: dict[Any, Any] = {}
+        self.shared: dict[bytes, Any] = {}
+        self.loose_values: list[Any] = []
+        self.loose_maps: list[Any] = []
+        self.names: set[str] = set()
+        self.capacity_names: set[str] = set()
+        self.complete = True
+        self.scalars: dict[int, Any] = {id(None): None}
+        self.capacity_maps: list[Any] = []
+        self.exact = False
+        """Set once the decoder met NaN or an infinity: attribute values are then shared
+        one at a time (their JSON text would not tell NaN from null)."""
+        try:
+            import orjson
+
+            self.dumps: Callable[[Any], bytes] | None = orjson.dumps
+        except ImportError:  # pragma: no cover - orjson is a declared dependency
+            self.dumps = None
+
+    def device(self, device: dict[str, Any]) -> None:
+        attributes = device.get("attributes")
+        if attributes.__class__ is dict:
+            keys = list(attributes)  # type: ignore[call-overload]
+            self.names.update(keys)
+            leaves = list(attributes.values())  # type: ignore[union-attr]
+            try:
+                if self.dumps is None or self.exact:
+                    raise TypeError
+                # Shared by JSON text: 1, 1.0 and true differ there, as they do in CEL.
+                shared = list(map(self.values.setdefault, map(self.dumps, leaves), leaves))
+            except TypeError:  # beyond what orjson writes exactly: one at a time
+                shared = [self._shared_value(leaf) for leaf in leaves]
+            attributes.update(zip(keys, shared, strict=True))  # type: ignore[union-attr]
+        elif attributes is not None:
+            self.complete = False
+        capacity = device.get("capacity")
+        if capacity.__class__ is dict:
+            shared_map = self._shared_json(capacity)
+            if shared_map is None:
+                self.loose_maps.append(capacity)
+            elif shared_map is capacity:
+                self.capacity_names.update(capacity)  # type: ignore[arg-type]
+                self.capacity_maps.append(capacity)
+            else:
+                device["capacity"] = shared_map
+        elif capacity is not None:
+            self.complete = False
+        counters = device.get("consumesCounters")
+        if counters.__class__ is list:
+            shared_list = self._shared_json(counters)
+            if shared_list is not None:
+                device["consumesCounters"] = shared_list
+
+    def _shared_value(self, leaf: Any) -> Any:
+        """One attribute value shared by (member, scalar, its type), else kept as is."""
+        try:
+            ((member, inner),) = leaf.items()
+            return self.values.setdefault((member, inner, inner.__class__), leaf)
+        except (AttributeError, ValueError, TypeError):
+            self.loose_values.append(leaf)
+            return leaf
+
+    def _shared_json(self, value: Any) -> Any:
+        """The shared object with the same JSON text as ``value`` (None: not shareable).
+
+        orjson writes NaN and infinities (which only the standard library's decoder
+        accepts) as ``null``: text holding ``null`` is not shared, nor is an empty value.
+        """
+        if not value or self.dumps is None:
+            return None
+        try:
+            fingerprint = self.dumps(value)
+        except TypeError:  # an integer beyond 64 bits, a lone surrogate (stdlib-decoded)
+            return None
+        if b"null" in fingerprint:
+            return None
+        return self.shared.setdefault(fingerprint, value)
+
+    def index(self) -> FleetIndex:
+        return FleetIndex(
+            attribute_values=[*self.values.values(), *self.loose_values],
+            capacity_maps=self.capacity_maps + self.loose_maps,
+            attribute_names=self.names,
+            capacity_names=self.capacity_names,
+            complete=self.complete,
+        )
+
+    def slice_devices(self, devices: list[Any], driver: str) -> SliceDevices | None:
+        """Intern ``devices`` and note what the inventory reads of them (None: unusual).
+
+        Column at a time (``map`` in C) while the slice is still in the cache.
+        """
+        if set(map(type, devices)) != {dict}:
+            self.complete = False
+            for device in devices:
+                if device.__class__ is dict:
+                    self.device(device)
+            return None
+        for device in devices:
+            self.device(device)
+        n = len(devices)
+        attributes: list[Any] = list(map(dict.get, devices, repeat("attributes")))
+        if attributes.count(None):
+            attributes = [a if a is not None else {} for a in attributes]
+        if set(map(type, attributes)) != {dict}:
+            return None
+        names: list[Any] = list(map(dict.get, devices, repeat("name")))
+        if set(map(type, names)) != {str}:
+            names = [str(name or "") for name in names]
+        capacities: list[Any] = list(map(dict.get, devices, repeat("capacity")))
+        if capacities.count(None):
+            capacities = [c if c is not None else {} for c in capacities]
+        if set(map(type, capacities)) != {dict}:
+            return None
+        nodes = list(map(dict.get, devices, repeat("nodeName")))
+        node_names: list[str | None] | None = None
+        if nodes.count(None) != n:
+            node_names = [str(node) if node else None for node in nodes]
+        return SliceDevices(
+            devices=devices,
+            names=names,
+            node_names=node_names,
+            types=[
+                value if value.__class__ is str else str(value or "")
+                for value in self._scalars(attributes, "type", f"{driver}/type")
+            ],
+            profiles=[
+                str(value) if value is not None else None
+                for value in self._scalars(attributes, "profile", f"{driver}/profile")
+            ],
+            attributes=attributes,
+            capacities=capacities,
+        )
+
+    def _scalars(self, attributes: list[dict[str, Any]], name: str, qualified: str) -> list[Any]:
+        """The scalar of attribute ``name`` (else ``qualified``) of each device."""
+        leaves = list(map(dict.get, attributes, repeat(name)))
+        if None in leaves:
+            leaves = [
+                leaf if leaf is not None else entries.get(qualified)
+                for leaf, entries in zip(leaves, attributes, strict=True)
+            ]
+        known = self.scalars
+        values = list(map(known.get, map(id, leaves), repeat(_MISSING)))
+        if _MISSING in values:
+            # Every value object here is kept alive by the interner (shared or loose), so
+            # its id names it for as long as this cache lives.
+            for i, leaf in enumerate(leaves):
+                if values[i] is _MISSING:
+                    value = values[i] = _scalar(leaf)
+                    if len(known) < _SCALARS_MAX:
+                        known[id(leaf)] = value
+        return values
+
+
+def stream_slice_snapshot(path: str) -> Snapshot:
+    """A Snapshot of one large JSON file, decoded a slice at a time with shared values.
+
+    Only the kinds dradiag reads are kept. Python's cyclic GC is paused while decoding:
+    the decoded objects hold no cycles, and its passes over a heap of millions of small
+    dicts cost as much as the decoding itself.
+    """
+    from dradiag.sources.manifests import _decode
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    text = _decode(data, path)
+    del data
+    objects: dict[Kind, list[Any]] = {k: [] for k in Kind if k is not Kind.LOG}
+    interner = _Interner()
+    slices: dict[int, SliceDevices] = {}
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+
+        def exact() -> None:
+            interner.exact = True
+
+        for item in iter_json_items(text, path, on_constant=exact):
+            if not isinstance(item, dict):
+                continue
+            kind = kind_of(item)
+            if kind is None:
+                continue
+            # resource.k8s.io/v1 slices are already in the shape analyses read; normalizing
+            # would copy every device (the other versions still need it).
+            obj: Mapping[str, Any]
+            if kind is Kind.RESOURCE_SLICE and item.get("apiVersion") == "resource.k8s.io/v1":
+                obj = item
+            else:
+                obj = normalize(kind, item)
+            if kind is Kind.RESOURCE_SLICE:
+                spec = obj.get("spec") or {}
+                devices = spec.get("devices")
+                if devices.__class__ is list:
+                    noted = interner.slice_devices(devices, str(spec.get("driver") or ""))
+                    if noted is not None:
+                        slices[id(devices)] = noted
+            objects[kind].append(obj)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    del text
+    if not any(objects.values()):
+        raise InputError("no Kubernetes objects dradiag can read", path=path)
+    from dradiag.snapshot.model import Coverage, KindRecord
+
+    coverage = {
+        kind: KindRecord(kind=kind, coverage=Coverage.COLLECTED, scope="files")
+        for kind, objs in objects.items()
+        if objs
+    }
+    snapshot = Snapshot(
+        objects=objects, coverage=coverage, source=SourceInfo(kind="files", location=path)
+    )
+    index = interner.index()
+    index.slices = slices
+    _LAST_INDEX[:] = [(snapshot, index)]
+    return snapshot
