@@ -143,5 +143,24 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> None:
-    """Console-script entry point for ``dradiag`` and ``kubectl-dra_diag``."""
-    sys.exit(run())
+    """Console-script entry point for ``dradiag`` and ``kubectl-dra_diag``.
+
+    Exits without the interpreter's teardown: freeing a large snapshot object by object
+    costs about a second on a 100,000-claim input, for nothing. Exit handlers still run
+    (the kubernetes client removes the temporary credential files it wrote), and the
+    output streams are flushed first.
+    """
+    import atexit
+
+    from dradiag.cli import inputs
+
+    inputs.KEEP_ALIVE = []
+    code = run()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            # A closed pipe (`dradiag ... | head`) or stream: nothing left to deliver.
+            pass
+    os._exit(code)

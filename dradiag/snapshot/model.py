@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -106,24 +106,44 @@ DeviceRef = tuple[str, str, str]
 """(driver, pool, slice device name): how an allocation result names a device."""
 
 
+_NO_META: Mapping[str, Any] = {}
+
+
 def _meta(obj: K8sObject) -> Mapping[str, Any]:
     meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
+    # `type(...) is dict` first: this runs millions of times while a large snapshot
+    # is indexed, and isinstance against an ABC is several times slower.
+    if type(meta) is dict or isinstance(meta, Mapping):
+        return meta
+    return _NO_META
 
 
 def name_of(obj: K8sObject) -> str:
     """``metadata.name`` or ``""``."""
-    return str(_meta(obj).get("name") or "")
+    name = _meta(obj).get("name")
+    return name if type(name) is str else str(name or "")
 
 
 def namespace_of(obj: K8sObject) -> str:
     """``metadata.namespace`` or ``""`` (cluster-scoped)."""
-    return str(_meta(obj).get("namespace") or "")
+    namespace = _meta(obj).get("namespace")
+    return namespace if type(namespace) is str else str(namespace or "")
 
 
 def uid_of(obj: K8sObject) -> str:
     """``metadata.uid`` or ``""``."""
     return str(_meta(obj).get("uid") or "")
+
+
+def _identity(obj: K8sObject) -> tuple[str, str, str]:
+    """(namespace, name, uid) in one metadata look-up: the index builders' hot path."""
+    meta = _meta(obj)
+    ns, name, uid = meta.get("namespace"), meta.get("name"), meta.get("uid")
+    return (
+        ns if type(ns) is str else str(ns or ""),
+        name if type(name) is str else str(name or ""),
+        uid if type(uid) is str else str(uid or ""),
+    )
 
 
 def key_of(obj: K8sObject) -> str:
@@ -156,35 +176,55 @@ def pod_claim_references(pod: K8sObject) -> list[tuple[str, str | None, str | No
     return out
 
 
-@dataclass(slots=True)
 class _Indexes:
-    claims_by_key: dict[tuple[str, str], K8sObject] = field(default_factory=dict)
-    claims_by_uid: dict[str, K8sObject] = field(default_factory=dict)
-    templates_by_key: dict[tuple[str, str], K8sObject] = field(default_factory=dict)
-    pods_by_key: dict[tuple[str, str], K8sObject] = field(default_factory=dict)
-    pods_by_uid: dict[str, K8sObject] = field(default_factory=dict)
-    pods_by_node: dict[str, list[K8sObject]] = field(default_factory=lambda: defaultdict(list))
-    pods_by_name: dict[str, list[K8sObject]] = field(default_factory=lambda: defaultdict(list))
-    pod_keys_by_claim: dict[tuple[str, str], set[tuple[str, str]]] = field(
-        default_factory=lambda: defaultdict(set)
+    """Look-up tables over a Snapshot's objects, each group built on first use.
+
+    A ``claim`` run on a 100,000-claim snapshot touches a handful of objects; building
+    every table up front would cost more than the diagnosis. Each group is built once,
+    all at a time, the first time a look-up needs it.
+    """
+
+    __slots__ = (
+        "claims_by_key",
+        "claims_by_uid",
+        "claims_by_device",
+        "templates_by_key",
+        "pods_by_key",
+        "pods_by_uid",
+        "pods_by_node",
+        "pods_by_name",
+        "pods_by_namespace",
+        "classes_by_name",
+        "nodes_by_name",
+        "slices_by_driver",
+        "slices_by_node",
+        "slices_by_pool",
+        "events_by_object",
+        "events_by_uid",
+        "logs_by_pod",
+        "built",
     )
-    classes_by_name: dict[str, K8sObject] = field(default_factory=dict)
-    nodes_by_name: dict[str, K8sObject] = field(default_factory=dict)
-    slices_by_driver: dict[str, list[K8sObject]] = field(default_factory=lambda: defaultdict(list))
-    slices_by_node: dict[str, list[K8sObject]] = field(default_factory=lambda: defaultdict(list))
-    slices_by_pool: dict[tuple[str, str], list[K8sObject]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
-    events_by_object: dict[tuple[str, str, str], list[K8sObject]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
-    events_by_uid: dict[str, list[K8sObject]] = field(default_factory=lambda: defaultdict(list))
-    claims_by_device: dict[DeviceRef, list[K8sObject]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
-    logs_by_pod: dict[tuple[str, str], list[ContainerLog]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
+
+    claims_by_key: dict[tuple[str, str], K8sObject]
+    claims_by_uid: dict[str, K8sObject]
+    claims_by_device: dict[DeviceRef, list[K8sObject]]
+    templates_by_key: dict[tuple[str, str], K8sObject]
+    pods_by_key: dict[tuple[str, str], K8sObject]
+    pods_by_uid: dict[str, K8sObject]
+    pods_by_node: dict[str, list[K8sObject]]
+    pods_by_name: dict[str, list[K8sObject]]
+    pods_by_namespace: dict[str, list[K8sObject]]
+    classes_by_name: dict[str, K8sObject]
+    nodes_by_name: dict[str, K8sObject]
+    slices_by_driver: dict[str, list[K8sObject]]
+    slices_by_node: dict[str, list[K8sObject]]
+    slices_by_pool: dict[tuple[str, str], list[K8sObject]]
+    events_by_object: dict[tuple[str, str, str], list[K8sObject]]
+    events_by_uid: dict[str, list[K8sObject]]
+    logs_by_pod: dict[tuple[str, str], list[ContainerLog]]
+
+    def __init__(self) -> None:
+        self.built: set[str] = set()
 
 
 class Snapshot:
@@ -236,8 +276,10 @@ class Snapshot:
         self.logs: tuple[ContainerLog, ...] = tuple(logs)
         self.errors: tuple[CollectionError, ...] = tuple(errors)
         self.source: SourceInfo = source or SourceInfo()
-        self.raw: Mapping[tuple[str, str, str], K8sObject] = dict(raw or {})
-        """Objects as read, before normalization, by (kind, namespace, name)."""
+        self.raw: Mapping[tuple[str, str, str], K8sObject] = raw if raw is not None else {}
+        """Objects as read, before normalization, by (kind, namespace, name), for those
+        normalization changed; an object already in the v1 shape is its own raw form
+        (see :meth:`raw_object`)."""
         self.extras: Mapping[str, Any] = dict(extras or {})
         """Node-local state (CDI specs, checkpoint, NVML) when a node probe added it."""
         cov = dict(coverage or {})
@@ -246,62 +288,67 @@ class Snapshot:
                 kind, KindRecord(kind=kind, coverage=Coverage.UNKNOWN, reason="not collected")
             )
         self.coverage: Mapping[Kind, KindRecord] = cov
-        self._ix = self._index()
+        self._ix = _Indexes()
 
     # -- construction -------------------------------------------------------------
 
-    def _index(self) -> _Indexes:
-        ix = _Indexes()
+    def _need(self, group: str) -> _Indexes:
+        """The index tables, with ``group`` built (once)."""
+        ix = self._ix
+        if group not in ix.built:
+            getattr(self, f"_build_{group}")(ix)
+            ix.built.add(group)
+        return ix
+
+    def _build_claims(self, ix: _Indexes) -> None:
+        ix.claims_by_key = {}
+        ix.claims_by_uid = {}
         for claim in self.claims:
-            ns, name = namespace_of(claim), name_of(claim)
+            ns, name, uid = _identity(claim)
             ix.claims_by_key[(ns, name)] = claim
-            if uid := uid_of(claim):
+            if uid:
                 ix.claims_by_uid[uid] = claim
+
+    def _build_devices(self, ix: _Indexes) -> None:
+        by_device: dict[DeviceRef, list[K8sObject]] = defaultdict(list)
+        for claim in self.claims:
             for result in allocated_devices(claim):
                 ref = (
                     str(result.get("driver") or ""),
                     str(result.get("pool") or ""),
                     str(result.get("device") or ""),
                 )
-                ix.claims_by_device[ref].append(claim)
-        for tpl in self.claim_templates:
-            ix.templates_by_key[(namespace_of(tpl), name_of(tpl))] = tpl
+                by_device[ref].append(claim)
+        ix.claims_by_device = by_device
+
+    def _build_templates(self, ix: _Indexes) -> None:
+        ix.templates_by_key = {(namespace_of(t), name_of(t)): t for t in self.claim_templates}
+
+    def _build_pods(self, ix: _Indexes) -> None:
+        ix.pods_by_key = {}
+        ix.pods_by_uid = {}
+        ix.pods_by_node = defaultdict(list)
+        ix.pods_by_name = defaultdict(list)
+        ix.pods_by_namespace = defaultdict(list)
         for pod in self.pods:
-            ns, name = namespace_of(pod), name_of(pod)
+            ns, name, uid = _identity(pod)
             ix.pods_by_key[(ns, name)] = pod
             ix.pods_by_name[name].append(pod)
-            if uid := uid_of(pod):
+            ix.pods_by_namespace[ns].append(pod)
+            if uid:
                 ix.pods_by_uid[uid] = pod
-            if node := (pod.get("spec") or {}).get("nodeName"):
+            spec = pod.get("spec")
+            if spec and (node := spec.get("nodeName")):
                 ix.pods_by_node[str(node)].append(pod)
-            for _, claim_name, _tpl in pod_claim_references(pod):
-                if claim_name:
-                    ix.pod_keys_by_claim[(ns, str(claim_name))].add((ns, name))
-            for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
-                if isinstance(st, Mapping) and st.get("resourceClaimName"):
-                    ix.pod_keys_by_claim[(ns, str(st["resourceClaimName"]))].add((ns, name))
-        # Claims name their pods too: reservedFor (uid) and the owner reference a
-        # template-generated claim carries (k8s-dra-semantics §6).
-        for claim in self.claims:
-            ckey = (namespace_of(claim), name_of(claim))
-            uids = [
-                str(r.get("uid") or "")
-                for r in (claim.get("status") or {}).get("reservedFor") or []
-                if isinstance(r, Mapping) and (r.get("resource") or "pods") == "pods"
-            ]
-            uids += [
-                str(o.get("uid") or "")
-                for o in _meta(claim).get("ownerReferences") or []
-                if isinstance(o, Mapping) and o.get("kind") == "Pod"
-            ]
-            for uid in uids:
-                owner = ix.pods_by_uid.get(uid)
-                if owner is not None:
-                    ix.pod_keys_by_claim[ckey].add((namespace_of(owner), name_of(owner)))
-        for cls in self.device_classes:
-            ix.classes_by_name[name_of(cls)] = cls
-        for node in self.nodes:
-            ix.nodes_by_name[name_of(node)] = node
+
+    def _build_cluster(self, ix: _Indexes) -> None:
+        ix.classes_by_name = {name_of(c): c for c in self.device_classes}
+        ix.nodes_by_name = {name_of(n): n for n in self.nodes}
+
+    def _build_slices(self, ix: _Indexes) -> None:
+        ix.slices_by_driver = defaultdict(list)
+        ix.slices_by_node = defaultdict(list)
+        ix.slices_by_pool = defaultdict(list)
         for sl in self.slices:
             spec = sl.get("spec") or {}
             driver = str(spec.get("driver") or "")
@@ -310,93 +357,129 @@ class Snapshot:
                 ix.slices_by_node[str(spec["nodeName"])].append(sl)
             pool = (spec.get("pool") or {}).get("name")
             ix.slices_by_pool[(driver, str(pool or ""))].append(sl)
+
+    def _build_events(self, ix: _Indexes) -> None:
+        by_object: dict[tuple[str, str, str], list[K8sObject]] = defaultdict(list)
+        by_uid: dict[str, list[K8sObject]] = defaultdict(list)
         for ev in self.events:
-            io = ev.get("involvedObject") or {}
-            ix.events_by_object[
-                (
-                    str(io.get("kind") or ""),
-                    str(io.get("namespace") or ""),
-                    str(io.get("name") or ""),
-                )
+            io = ev.get("involvedObject")
+            if not io:
+                by_object[("", "", "")].append(ev)
+                continue
+            by_object[
+                (io.get("kind") or "", io.get("namespace") or "", io.get("name") or "")
             ].append(ev)
-            if io.get("uid"):
-                ix.events_by_uid[str(io["uid"])].append(ev)
+            if uid := io.get("uid"):
+                by_uid[uid].append(ev)
+        ix.events_by_object = by_object
+        ix.events_by_uid = by_uid
+
+    def _build_logs(self, ix: _Indexes) -> None:
+        ix.logs_by_pod = defaultdict(list)
         for log in self.logs:
             ns = log.namespace or ""
             if log.namespace is None:
                 # `<pod>_<container>.log` carries no namespace: take the pod's if unique.
-                candidates = ix.pods_by_name.get(log.pod, [])
+                candidates = self._need("pods").pods_by_name.get(log.pod, [])
                 ns = namespace_of(candidates[0]) if len(candidates) == 1 else ""
             ix.logs_by_pod[(ns, log.pod)].append(log)
-        return ix
 
     # -- look-ups -----------------------------------------------------------------
 
     def claim(self, namespace: str, name: str) -> K8sObject | None:
         """The claim ``namespace/name``, or None."""
-        return self._ix.claims_by_key.get((namespace, name))
+        return self._need("claims").claims_by_key.get((namespace, name))
 
     def claim_by_uid(self, uid: str) -> K8sObject | None:
         """The claim with this UID, or None."""
-        return self._ix.claims_by_uid.get(uid)
+        return self._need("claims").claims_by_uid.get(uid)
 
     def claim_template(self, namespace: str, name: str) -> K8sObject | None:
         """The ResourceClaimTemplate ``namespace/name``, or None."""
-        return self._ix.templates_by_key.get((namespace, name))
+        return self._need("templates").templates_by_key.get((namespace, name))
 
     def pod(self, namespace: str, name: str) -> K8sObject | None:
         """The pod ``namespace/name``, or None."""
-        return self._ix.pods_by_key.get((namespace, name))
+        return self._need("pods").pods_by_key.get((namespace, name))
 
     def pod_by_uid(self, uid: str) -> K8sObject | None:
         """The pod with this UID, or None."""
-        return self._ix.pods_by_uid.get(uid)
+        return self._need("pods").pods_by_uid.get(uid)
 
     def pods_on_node(self, node: str) -> list[K8sObject]:
         """Pods bound to ``node`` (``spec.nodeName``)."""
-        return list(self._ix.pods_by_node.get(node, ()))
+        return list(self._need("pods").pods_by_node.get(node, ()))
 
     def pods_for_claim(self, claim: K8sObject) -> list[K8sObject]:
-        """Pods that use the claim: by spec, by status, by reservation or as its owner."""
-        keys = self._ix.pod_keys_by_claim.get((namespace_of(claim), name_of(claim)), set())
-        return [self._ix.pods_by_key[k] for k in sorted(keys)]
+        """Pods that use the claim: by spec, by status, by reservation or as its owner.
+
+        Pods name a claim in ``spec.resourceClaims`` or, when it was generated from a
+        template, in ``status.resourceClaimStatuses``; the claim names them in
+        ``status.reservedFor`` and, when generated, in its owner reference
+        (k8s-dra-semantics §6). Computed per call from the pods of the claim's
+        namespace: a global claim→pods table would cost more than a run needs.
+        """
+        ix = self._need("pods")
+        ns, name = namespace_of(claim), name_of(claim)
+        keys: set[tuple[str, str]] = set()
+        for pod in ix.pods_by_namespace.get(ns, ()):
+            if any(ref == name for _, ref, _tpl in pod_claim_references(pod)) or any(
+                isinstance(st, Mapping) and st.get("resourceClaimName") == name
+                for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+            ):
+                keys.add((ns, name_of(pod)))
+        uids = [
+            str(r.get("uid") or "")
+            for r in (claim.get("status") or {}).get("reservedFor") or []
+            if isinstance(r, Mapping) and (r.get("resource") or "pods") == "pods"
+        ]
+        uids += [
+            str(o.get("uid") or "")
+            for o in _meta(claim).get("ownerReferences") or []
+            if isinstance(o, Mapping) and o.get("kind") == "Pod"
+        ]
+        for uid in uids:
+            owner = ix.pods_by_uid.get(uid)
+            if owner is not None:
+                keys.add((namespace_of(owner), name_of(owner)))
+        return [ix.pods_by_key[k] for k in sorted(keys)]
 
     def device_class(self, name: str) -> K8sObject | None:
         """The DeviceClass ``name``, or None."""
-        return self._ix.classes_by_name.get(name)
+        return self._need("cluster").classes_by_name.get(name)
 
     def node(self, name: str) -> K8sObject | None:
         """The Node ``name``, or None."""
-        return self._ix.nodes_by_name.get(name)
+        return self._need("cluster").nodes_by_name.get(name)
 
     def node_names(self) -> list[str]:
         """Every node named by a Node object, a node-local slice or a bound pod, sorted."""
-        names = set(self._ix.nodes_by_name) | set(self._ix.slices_by_node)
-        names |= set(self._ix.pods_by_node)
+        names = set(self._need("cluster").nodes_by_name) | set(self._need("slices").slices_by_node)
+        names |= set(self._need("pods").pods_by_node)
         return sorted(n for n in names if n)
 
     def slices_for(self, *, driver: str | None = None, node: str | None = None) -> list[K8sObject]:
         """Slices filtered by driver and/or ``spec.nodeName`` (node-local slices only)."""
         if node is not None:
-            found: Iterable[K8sObject] = self._ix.slices_by_node.get(node, ())
+            found: Iterable[K8sObject] = self._need("slices").slices_by_node.get(node, ())
             if driver is not None:
                 found = (s for s in found if (s.get("spec") or {}).get("driver") == driver)
             return list(found)
         if driver is not None:
-            return list(self._ix.slices_by_driver.get(driver, ()))
+            return list(self._need("slices").slices_by_driver.get(driver, ()))
         return list(self.slices)
 
     def pool_slices(self, driver: str, pool: str) -> list[K8sObject]:
         """Every slice of one pool, all generations."""
-        return list(self._ix.slices_by_pool.get((driver, pool), ()))
+        return list(self._need("slices").slices_by_pool.get((driver, pool), ()))
 
     def pools(self) -> list[tuple[str, str]]:
         """(driver, pool name) of every pool, sorted."""
-        return sorted(self._ix.slices_by_pool)
+        return sorted(self._need("slices").slices_by_pool)
 
     def drivers(self) -> list[str]:
         """Driver names that publish at least one slice, sorted."""
-        return sorted(d for d in self._ix.slices_by_driver if d)
+        return sorted(d for d in self._need("slices").slices_by_driver if d)
 
     def events_for(
         self, kind: str, namespace: str, name: str, uid: str | None = None
@@ -406,31 +489,43 @@ class Snapshot:
         Matches by kind/namespace/name and, when given, by UID as well, so events of a
         deleted and recreated object with the same name are told apart where possible.
         """
-        found = list(self._ix.events_by_object.get((kind, namespace, name), ()))
+        found = list(self._need("events").events_by_object.get((kind, namespace, name), ()))
         if uid:
             found = [
                 e for e in found if (e.get("involvedObject") or {}).get("uid") in (None, "", uid)
             ]
             seen = {id(e) for e in found}
-            found += [e for e in self._ix.events_by_uid.get(uid, ()) if id(e) not in seen]
+            found += [
+                e for e in self._need("events").events_by_uid.get(uid, ()) if id(e) not in seen
+            ]
         return sorted(found, key=event_time)
 
     def claims_reserving_device(self, driver: str, pool: str, device: str) -> list[K8sObject]:
         """Claims whose allocation includes the device (any request, adminAccess included)."""
-        return list(self._ix.claims_by_device.get((driver, pool, device), ()))
+        return list(self._need("devices").claims_by_device.get((driver, pool, device), ()))
 
     def allocated_device_refs(self) -> dict[DeviceRef, list[K8sObject]]:
         """Every allocated device and the claims holding it."""
-        return {k: list(v) for k, v in self._ix.claims_by_device.items()}
+        return {k: list(v) for k, v in self._need("devices").claims_by_device.items()}
 
     def logs_for(
         self, namespace: str, pod: str, container: str | None = None
     ) -> list[ContainerLog]:
         """Captured logs of a pod (optionally one container), current before previous."""
-        logs = self._ix.logs_by_pod.get((namespace, pod), [])
+        logs = self._need("logs").logs_by_pod.get((namespace, pod), [])
         if container is not None:
             logs = [lg for lg in logs if lg.container == container]
         return sorted(logs, key=lambda lg: (lg.container, lg.previous))
+
+    def raw_object(self, kind: Kind, namespace: str, name: str) -> K8sObject | None:
+        """The object as it was read (its original apiVersion and layout), or None."""
+        found = self.raw.get((kind.value, namespace, name))
+        if found is not None:
+            return found
+        for k, obj in self.objects():
+            if k is kind and namespace_of(obj) == namespace and name_of(obj) == name:
+                return obj
+        return None
 
     def coverage_of(self, kind: Kind) -> KindRecord:
         """How completely ``kind`` was read."""

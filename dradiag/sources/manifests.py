@@ -13,13 +13,15 @@ and kinds dradiag does not read, are reported on stderr and skipped.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -58,9 +60,12 @@ _KIND_BY_PLURAL: dict[str, Kind] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
-    """One Kubernetes-looking object read from input, with where it came from."""
+class Document(NamedTuple):
+    """One Kubernetes-looking object read from input, with where it came from.
+
+    A NamedTuple, not a frozen dataclass: a large snapshot makes hundreds of thousands
+    of these, and a frozen dataclass's ``__init__`` costs several times more.
+    """
 
     obj: dict[str, Any]
     path: str
@@ -146,13 +151,15 @@ def parse_stream(data: bytes, path: str) -> Iterator[tuple[Any, int | None]]:
         raise InputError("YAML nested too deeply", path=path) from None
 
 
-def _expand(doc: Any, path: str, line: int | None, empty_kinds: set[Kind]) -> Iterator[Document]:
+def _expand(
+    doc: Any, path: str, line: int | None, empty_kinds: set[Kind], out: list[Document]
+) -> None:
     """Flatten Lists and top-level arrays into objects; report and skip non-objects."""
     if doc is None:
         return
     if isinstance(doc, list):
         for item in doc:
-            yield from _expand(item, path, line, empty_kinds)
+            _expand(item, path, line, empty_kinds, out)
         return
     if not isinstance(doc, dict):
         logger.warning("%s%s: skipped: not a Kubernetes object", path, f":{line}" if line else "")
@@ -167,11 +174,22 @@ def _expand(doc: Any, path: str, line: int | None, empty_kinds: set[Kind]) -> It
             hinted = hinted or next((k for k in Kind if k.value == item_kind), None)
             if hinted is not None:
                 empty_kinds.add(hinted)
+        append = out.append
         for item in items:
-            if isinstance(item, dict) and item_kind and "kind" not in item:
-                # Raw API list responses omit kind/apiVersion on items.
-                item = {"apiVersion": api_version, "kind": item_kind, **item}
-            yield from _expand(item, path, line, empty_kinds)
+            if type(item) is dict:
+                if "kind" not in item and item_kind:
+                    # Raw API list responses omit kind/apiVersion on items.
+                    item = {"apiVersion": api_version, "kind": item_kind, **item}
+                item_kind_name = item.get("kind")
+                if (
+                    type(item_kind_name) is str
+                    and type(item.get("apiVersion")) is str
+                    and not item_kind_name.endswith("List")
+                ):
+                    # The common case, without a call per item.
+                    append(Document(item, path, line))
+                    continue
+            _expand(item, path, line, empty_kinds, out)
         return
     if not isinstance(kind, str) or not isinstance(doc.get("apiVersion"), str):
         logger.warning(
@@ -180,7 +198,7 @@ def _expand(doc: Any, path: str, line: int | None, empty_kinds: set[Kind]) -> It
             f":{line}" if line else "",
         )
         return
-    yield Document(doc, path, line)
+    out.append(Document(doc, path, line))
 
 
 def read_documents(data: bytes, path: str) -> tuple[list[Document], set[Kind]]:
@@ -188,7 +206,7 @@ def read_documents(data: bytes, path: str) -> tuple[list[Document], set[Kind]]:
     empty: set[Kind] = set()
     docs: list[Document] = []
     for doc, line in parse_stream(data, path):
-        docs.extend(_expand(doc, path, line, empty))
+        _expand(doc, path, line, empty, docs)
     return docs, empty
 
 
@@ -332,8 +350,10 @@ def snapshot_from_documents(
             label = f"{doc.obj.get('apiVersion')}/{doc.obj.get('kind')}"
             skipped_kinds[label] = skipped_kinds.get(label, 0) + 1
             continue
-        objects[kind].append(normalize(kind, doc.obj))
-        raw[(kind.value, namespace_of(doc.obj), name_of(doc.obj))] = doc.obj
+        normalized = normalize(kind, doc.obj)
+        objects[kind].append(normalized)
+        if normalized is not doc.obj:
+            raw[(kind.value, namespace_of(doc.obj), name_of(doc.obj))] = doc.obj
     for label, count in sorted(skipped_kinds.items()):
         logger.warning("skipped %d object(s) of kind %s: not read by dradiag", count, label)
     logs = list(logs)
@@ -418,6 +438,25 @@ def _source_from_record(record: Mapping[str, Any], location: str | None) -> Sour
     )
 
 
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large input is read.
+
+    Loading builds millions of small acyclic dicts, and every allocation burst would
+    start a collection that walks all of them again (a 5,000-node snapshot: about 3x the
+    CPU). The loaded objects are then frozen into the permanent generation, so later
+    collections skip them. A CLI process is short-lived; nothing accumulates.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 def load_snapshot(
     path: str,
     *,
@@ -431,14 +470,15 @@ def load_snapshot(
     scenario's own description files); ``location`` labels the source in output.
     Raises InputError for unreadable or malformed input, or when nothing usable remains.
     """
-    loaded = _read_path(path, stdin, exclude)
-    return snapshot_from_documents(
-        loaded.documents,
-        logs=loaded.logs,
-        empty_kinds=loaded.empty_list_kinds,
-        collection=loaded.collection,
-        location=location or path,
-    )
+    with paused_gc():
+        loaded = _read_path(path, stdin, exclude)
+        return snapshot_from_documents(
+            loaded.documents,
+            logs=loaded.logs,
+            empty_kinds=loaded.empty_list_kinds,
+            collection=loaded.collection,
+            location=location or path,
+        )
 
 
 def load_documents(path: str, *, stdin: Any = None) -> list[Document]:

@@ -105,7 +105,7 @@ def test_v1alpha3_fields_that_v1_lacks_survive(snapshots):
     claim = snapshots["v1alpha3"].claim("ml", "train-mig")
     assert claim["spec"]["controller"] == ""
     assert claim["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] is False
-    raw = snapshots["v1alpha3"].raw[("ResourceClaim", "ml", "train-mig")]
+    raw = snapshots["v1alpha3"].raw_object(Kind.RESOURCE_CLAIM, "ml", "train-mig")
     assert raw["apiVersion"] == "resource.k8s.io/v1alpha3"
     assert raw["spec"]["devices"]["requests"][0]["deviceClassName"] == "mig.nvidia.com"
 
@@ -170,6 +170,13 @@ def test_request_normalization_is_idempotent():
         "name": "r",
         "exactly": {"deviceClassName": "c"},
     }
+
+
+def test_v1_objects_are_their_own_raw_form(snapshots):
+    snap = snapshots["v1"]
+    claim = snap.claim("ml", "train-mig")
+    assert snap.raw_object(Kind.RESOURCE_CLAIM, "ml", "train-mig") is claim
+    assert snap.raw_object(Kind.RESOURCE_CLAIM, "ml", "nope") is None
 
 
 def test_normalize_does_not_mutate_and_keeps_unknown_fields():

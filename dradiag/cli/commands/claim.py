@@ -119,30 +119,6 @@ def emit(doc: Mapping[str, Any], output: OutputFormat, text: str | None) -> None
     sys.stdout.flush()
 
 
-def load_snapshot_fast(common: Any, target: Any) -> Any:
-    """``obtain_snapshot`` with the cyclic garbage collector paused.
-
-    Loading builds millions of small, acyclic dicts; every allocation burst triggers a
-    collection that walks all of them again (a 5,000-node snapshot: 15 s of CPU with the
-    collector, 5 s without; ``bench/diagnose.py``). The loaded objects are then frozen
-    into the permanent generation so later collections skip them. A CLI process is
-    short-lived, so nothing accumulates.
-    """
-    import gc
-
-    from dradiag.cli.inputs import obtain_snapshot
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        snapshot = obtain_snapshot(common, target)
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
-    return snapshot
-
-
 def claim(
     target: Annotated[str, typer.Argument(metavar="NS/NAME", help="The ResourceClaim.")],
     from_path: FromPath = None,
@@ -164,7 +140,7 @@ def claim(
     Exit 0 nothing broken, 1 a broken phase, 2 usage/input error, 3 runtime error,
     4 inconclusive (evidence a phase needs was not readable).
     """
-    from dradiag.cli.inputs import Target, parse_namespaced_name
+    from dradiag.cli.inputs import Target, obtain_snapshot, parse_namespaced_name
     from dradiag.cli.options import CommonOptions
     from dradiag.diagnosis.build import diagnose_claim
     from dradiag.render.document import collection_of, diagnosis_document
@@ -186,7 +162,7 @@ def claim(
         no_color=no_color,
         exit_zero=exit_zero,
     )
-    snapshot = load_snapshot_fast(common, Target(kind="claim", namespace=ns, name=name))
+    snapshot = obtain_snapshot(common, Target(kind="claim", namespace=ns, name=name))
     diagnosis = diagnose_claim(snapshot, ns, name, options=options)
     doc = diagnosis_document(diagnosis, snapshot.source, collection_of(snapshot))
     text = render_diagnosis(doc, color=use_color(no_color)) if output is OutputFormat.TEXT else None

@@ -59,11 +59,10 @@ def pod(
         check_output,
         emit,
         exit_code_for,
-        load_snapshot_fast,
         use_color,
         walk_options,
     )
-    from dradiag.cli.inputs import Target, parse_namespaced_name
+    from dradiag.cli.inputs import Target, obtain_snapshot, parse_namespaced_name
     from dradiag.cli.options import CommonOptions
     from dradiag.diagnosis.build import diagnose_pod, unresolved_pod_claims
     from dradiag.render.document import collection_of, diagnoses_document, diagnosis_document
@@ -85,7 +84,7 @@ def pod(
         no_color=no_color,
         exit_zero=exit_zero,
     )
-    snapshot = load_snapshot_fast(common, Target(kind="pod", namespace=ns, name=name))
+    snapshot = obtain_snapshot(common, Target(kind="pod", namespace=ns, name=name))
     diagnoses = diagnose_pod(snapshot, ns, name, options=options)
     log = logging.getLogger("dradiag.cli.pod")
     for note in unresolved_pod_claims(snapshot, ns, name):

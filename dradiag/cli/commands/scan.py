@@ -53,11 +53,10 @@ def scan(
         check_output,
         emit,
         exit_code_for,
-        load_snapshot_fast,
         use_color,
         walk_options,
     )
-    from dradiag.cli.inputs import Target
+    from dradiag.cli.inputs import Target, obtain_snapshot
     from dradiag.cli.options import CommonOptions
     from dradiag.diagnosis.build import scan as scan_snapshot
     from dradiag.errors import UsageError
@@ -82,7 +81,7 @@ def scan(
         no_color=no_color,
         exit_zero=exit_zero,
     )
-    snapshot = load_snapshot_fast(common, Target(kind="cluster", namespace=namespace))
+    snapshot = obtain_snapshot(common, Target(kind="cluster", namespace=namespace))
     diagnoses = scan_snapshot(snapshot, namespace=namespace or None, options=options)
     collection = collection_of(snapshot)
     doc = diagnoses_document(
