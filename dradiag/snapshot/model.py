@@ -194,6 +194,7 @@ class _Indexes:
         "pods_by_node",
         "pods_by_name",
         "pods_by_namespace",
+        "claim_refs_by_namespace",
         "classes_by_name",
         "nodes_by_name",
         "slices_by_driver",
@@ -214,6 +215,7 @@ class _Indexes:
     pods_by_node: dict[str, list[K8sObject]]
     pods_by_name: dict[str, list[K8sObject]]
     pods_by_namespace: dict[str, list[K8sObject]]
+    claim_refs_by_namespace: dict[str, dict[str, set[tuple[str, str]]]]
     classes_by_name: dict[str, K8sObject]
     nodes_by_name: dict[str, K8sObject]
     slices_by_driver: dict[str, list[K8sObject]]
@@ -330,6 +332,7 @@ class Snapshot:
         ix.pods_by_node = defaultdict(list)
         ix.pods_by_name = defaultdict(list)
         ix.pods_by_namespace = defaultdict(list)
+        ix.claim_refs_by_namespace = {}
         for pod in self.pods:
             ns, name, uid = _identity(pod)
             ix.pods_by_key[(ns, name)] = pod
@@ -417,17 +420,12 @@ class Snapshot:
         template, in ``status.resourceClaimStatuses``; the claim names them in
         ``status.reservedFor`` and, when generated, in its owner reference
         (k8s-dra-semantics §6). Computed per call from the pods of the claim's
-        namespace: a global claim→pods table would cost more than a run needs.
+        namespace, once per namespace: a whole-cluster table would cost a ``claim``
+        run more than its diagnosis.
         """
         ix = self._need("pods")
         ns, name = namespace_of(claim), name_of(claim)
-        keys: set[tuple[str, str]] = set()
-        for pod in ix.pods_by_namespace.get(ns, ()):
-            if any(ref == name for _, ref, _tpl in pod_claim_references(pod)) or any(
-                isinstance(st, Mapping) and st.get("resourceClaimName") == name
-                for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []
-            ):
-                keys.add((ns, name_of(pod)))
+        keys = set(self._claim_references_in(ns).get(name, ()))
         uids = [
             str(r.get("uid") or "")
             for r in (claim.get("status") or {}).get("reservedFor") or []
@@ -443,6 +441,24 @@ class Snapshot:
             if owner is not None:
                 keys.add((namespace_of(owner), name_of(owner)))
         return [ix.pods_by_key[k] for k in sorted(keys)]
+
+    def _claim_references_in(self, namespace: str) -> dict[str, set[tuple[str, str]]]:
+        """Claim name → pods of ``namespace`` naming it (spec or status), built once per namespace."""
+        ix = self._need("pods")
+        cached = ix.claim_refs_by_namespace.get(namespace)
+        if cached is not None:
+            return cached
+        refs: dict[str, set[tuple[str, str]]] = defaultdict(set)
+        for pod in ix.pods_by_namespace.get(namespace, ()):
+            key = (namespace, name_of(pod))
+            for _, claim_name, _tpl in pod_claim_references(pod):
+                if claim_name:
+                    refs[str(claim_name)].add(key)
+            for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+                if isinstance(st, Mapping) and st.get("resourceClaimName"):
+                    refs[str(st["resourceClaimName"])].add(key)
+        ix.claim_refs_by_namespace[namespace] = refs
+        return refs
 
     def device_class(self, name: str) -> K8sObject | None:
         """The DeviceClass ``name``, or None."""
