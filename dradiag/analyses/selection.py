@@ -1867,7 +1867,7 @@ def _constraint_counts(
         matched = alt.matched_indices
         if not matched:
             continue
-        nodes = list(map(device_nodes.__getitem__, matched))
+        nodes: list[Any] = list(map(device_nodes.__getitem__, matched))
         if None in nodes:
             return None
         attrs = list(map(entries.__getitem__, matched))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -309,3 +310,362 @@ def test_every_emitted_rule_is_in_the_catalogue() -> None:
         assert rule is not None and rule.id == rule_id, rule_id
         assert rule.code_backed
         assert rule.severity is info.severity, rule_id
+
+
+# -- grouped evaluation agrees with device-by-device evaluation -------------------------
+
+
+def _varied_fleet(nodes: int = 6) -> list[dict[str, Any]]:
+    """Slices that exercise every way devices can differ for a selector.
+
+    DynamicMIG devices without uuid, a version that is not semver and a capacity that is
+    not a quantity (the device errors for every selector), an attribute that is an empty
+    map, a key published under both spellings in both orders, 1 / true / 1.0 under
+    members that tell them apart, list attributes, shared devices, node-less devices of
+    another driver, and a stale pool generation.
+    """
+
+    def gpu_attrs(n: int, g: int, kind: str) -> dict[str, Any]:
+        uuid = f"GPU-{n:04x}-{g:04x}"
+        attrs: dict[str, Any] = {
+            "type": {"string": kind},
+            "productName": {"string": "NVIDIA H100 80GB HBM3" if n % 2 else "NVIDIA A100"},
+            "driverVersion": {"version": "580.126.20" if n % 3 else "570.1.0"},
+            "resource.kubernetes.io/pciBusID": {"string": f"0000:{g:02x}:00.0"},
+            "numa": {"int": g % 2},
+        }
+        attrs["uuid" if kind == "gpu" else "parentUUID"] = {"string": uuid}
+        return attrs
+
+    items: list[dict[str, Any]] = []
+    for n in range(nodes):
+        node = f"node-{n}"
+        devices: list[dict[str, Any]] = []
+        for g in range(2):
+            devices.append(
+                {
+                    "name": f"gpu-{g}",
+                    "attributes": gpu_attrs(n, g, "gpu"),
+                    "capacity": {"memory": {"value": "80Gi" if n % 2 else "40Gi"}},
+                }
+            )
+            for profile, memory, count in (("1g.10gb", "9856Mi", 3), ("3g.40gb", "40Gi", 1)):
+                for p in range(count):
+                    attrs = gpu_attrs(n, g, "mig")
+                    attrs["profile"] = {"string": profile}
+                    devices.append(
+                        {
+                            "name": f"gpu-{g}-mig-{profile.replace('.', '')}-{p}",
+                            "attributes": attrs,
+                            "capacity": {"memory": {"value": memory}},
+                        }
+                    )
+        odd: list[dict[str, Any]] = []
+        if n == 1:  # not strict semver: the device errors for every selector
+            bad = gpu_attrs(n, 7, "mig")
+            bad["driverVersion"] = {"version": "580.65.06"}
+            bad["profile"] = {"string": "1g.10gb"}
+            odd.append({"name": "gpu-7-mig-bad-version", "attributes": bad})
+            untyped = gpu_attrs(n, 20, "gpu")  # no type: the class selectors error
+            del untyped["type"]
+            odd.append({"name": "gpu-20", "attributes": untyped})
+        if n == 2:  # not a quantity; and an attribute that is an empty map
+            odd.append(
+                {
+                    "name": "gpu-8",
+                    "attributes": gpu_attrs(n, 8, "gpu"),
+                    "capacity": {"memory": {"value": "lots"}},
+                }
+            )
+            empty = gpu_attrs(n, 9, "gpu")
+            empty["broken"] = {}
+            odd.append({"name": "gpu-9", "attributes": empty, "capacity": {}})
+        if n == 3:  # both spellings, in both orders, with values other devices have
+            # The later one is what CEL sees: the bare H100 here, the qualified A100 next.
+            first = {"gpu.nvidia.com/productName": {"string": "NVIDIA A100"}}
+            first.update(gpu_attrs(n, 5, "gpu"))
+            second = gpu_attrs(n, 6, "gpu")
+            second["gpu.nvidia.com/productName"] = {"string": "NVIDIA A100"}
+            odd += [
+                {"name": "gpu-5", "attributes": first, "capacity": {"memory": {"value": "40Gi"}}},
+                {"name": "gpu-6", "attributes": second, "capacity": {"memory": {"value": "80Gi"}}},
+            ]
+        if n == 4:  # 1, true and 1.0 under members that tell them apart; lists; no type
+            for i, (member, value) in enumerate(
+                [("int", 1), ("int", True), ("string", 1), ("string", True), ("bool", 1)]
+            ):
+                attrs = gpu_attrs(n, 10 + i, "gpu")
+                attrs["flag"] = {member: value}
+                attrs["links"] = {"strings": ["nvlink-a", f"nvlink-{i % 2}"]}
+                odd.append(
+                    {
+                        "name": f"gpu-{10 + i}",
+                        "attributes": attrs,
+                        "capacity": {"memory": {"value": "80Gi"}},
+                        "allowMultipleAllocations": i % 2 == 0,
+                    }
+                )
+        items.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{node}-gpus"},
+                "spec": {
+                    "driver": "gpu.nvidia.com",
+                    "nodeName": node,
+                    "pool": {"name": node, "generation": 2, "resourceSliceCount": 1},
+                    "devices": devices + odd,
+                },
+            }
+        )
+    items.append(  # superseded by generation 2
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "node-0-stale"},
+            "spec": {
+                "driver": "gpu.nvidia.com",
+                "nodeName": "node-0",
+                "pool": {"name": "node-0", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-stale", "attributes": gpu_attrs(0, 0, "gpu")}],
+            },
+        }
+    )
+    items.append(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "fabric"},
+            "spec": {
+                "driver": "nic.example.com",
+                "allNodes": True,
+                "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {
+                        "name": f"nic-{i}",
+                        "attributes": {
+                            "nic.example.com/speed": {"int": 100 * (1 + i % 2)},
+                            "type": {"string": "nic"},
+                            "links": {"strings": ["nvlink-a"]},
+                        },
+                        "capacity": {"nic.example.com/bandwidth": {"value": "100G"}},
+                    }
+                    for i in range(3)
+                ],
+            },
+        }
+    )
+    classes = [dict(c) for c in _builtin_classes()] + [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "nic.example.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'nic.example.com'"}}]},
+        }
+    ]
+    return items + classes
+
+
+def _builtin_classes() -> tuple[Any, ...]:
+    from dradiag.analyses.selection import builtin_device_classes
+
+    return builtin_device_classes()
+
+
+VARIED_REQUESTS: list[tuple[str, list[str], dict[str, Any]]] = [
+    (
+        "mig.nvidia.com",
+        [
+            "device.attributes['gpu.nvidia.com'].profile == '1g.10gb' && "
+            "device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('575.0.0')) >= 0"
+        ],
+        {"count": 2},
+    ),
+    (
+        "gpu.nvidia.com",
+        [
+            "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA H100')",
+            "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0",
+        ],
+        {},
+    ),
+    ("mig.nvidia.com", ["device.attributes['gpu.nvidia.com'].uuid.startsWith('GPU-')"], {}),
+    ("gpu.nvidia.com", ["device.attributes['gpu.nvidia.com'].flag == 1"], {}),
+    ("gpu.nvidia.com", ["device.attributes['gpu.nvidia.com'].flag == true"], {}),
+    ("gpu.nvidia.com", ["device.attributes['gpu.nvidia.com'].flag == '1'"], {}),
+    (
+        "gpu.nvidia.com",
+        ["has(device.attributes['gpu.nvidia.com'].flag)"],
+        {"allocationMode": "All"},
+    ),
+    ("gpu.nvidia.com", ["device.attributes['gpu.nvidia.com'].?flag.orValue(0) == 0"], {}),
+    (
+        "gpu.nvidia.com",
+        ["device.attributes['gpu.nvidia.com'].links.exists(l, l == 'nvlink-1')"],
+        {},
+    ),
+    ("gpu.nvidia.com", ["device.allowMultipleAllocations"], {}),
+    ("gpu.nvidia.com", ["device.attributes['gpu.nvidia.com'].exists(k, k == 'flag')"], {}),
+    ("gpu.nvidia.com", ["'resource.kubernetes.io' in device.attributes"], {}),
+    ("gpu.nvidia.com", ["device.attributes['gpu.nvidia.com'].numa == 1"], {"count": 4}),
+    ("nic.example.com", ["device.attributes['nic.example.com'].speed > 100"], {}),
+    (
+        "nic.example.com",
+        ["device.capacity['nic.example.com'].bandwidth.isGreaterThan(quantity('1G'))"],
+        {"count": 2},
+    ),
+    ("mig.nvidia.com", ["device.attributes['gpu.nvidia.com'].profile == '7g.80gb'"], {}),
+    ("gpu.nvidia.com", ["device.attributes['gpu.nvidia.com'].productname == 'x' &&"], {}),
+    ("missing.example.com", [], {}),
+]
+
+
+def _varied_spec(indices: Sequence[int], constraints: list[dict[str, Any]]) -> dict[str, Any]:
+    requests = []
+    for i in indices:
+        cls, exprs, extra = VARIED_REQUESTS[i]
+        requests.append(_request(f"r{i}", cls, *exprs, **extra))
+    requests.append(
+        {
+            "name": "fallback",
+            "firstAvailable": [
+                {
+                    "name": "a",
+                    "deviceClassName": "mig.nvidia.com",
+                    "selectors": [
+                        {
+                            "cel": {
+                                "expression": "device.attributes['gpu.nvidia.com'].profile == '2g.20gb'"
+                            }
+                        }
+                    ],
+                },
+                {"name": "b", "deviceClassName": "mig.nvidia.com", "count": 2},
+            ],
+        }
+    )
+    return {"devices": {"requests": requests, "constraints": constraints}}
+
+
+def _varied_specs() -> list[dict[str, Any]]:
+    specs = [_varied_spec([i], []) for i in range(len(VARIED_REQUESTS))]
+    specs.append(
+        _varied_spec(
+            [0, 1, 12],
+            [
+                {"requests": ["r0"], "matchAttribute": "gpu.nvidia.com/parentUUID"},
+                {"requests": ["r1", "r12"], "matchAttribute": "resource.kubernetes.io/pciBusID"},
+                {"matchAttribute": "gpu.nvidia.com/productName"},
+            ],
+        )
+    )
+    specs.append(
+        _varied_spec(
+            [8, 14],
+            [
+                {"matchAttribute": "gpu.nvidia.com/links"},
+                {"matchAttribute": "nic.example.com/links"},
+            ],
+        )
+    )
+    return specs
+
+
+@pytest.fixture(scope="module")
+def varied(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import json
+
+    path = tmp_path_factory.mktemp("varied") / "fleet.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": _varied_fleet()}))
+    return path
+
+
+def _streamed(path: Path, monkeypatch: pytest.MonkeyPatch) -> Snapshot:
+    from dradiag.sources import fleet as streaming
+
+    monkeypatch.setattr(streaming, "CHUNK_CHARS", 512)
+    monkeypatch.setattr(streaming, "MAX_PROBE_CHARS", 4096)
+    return streaming.stream_slice_snapshot(str(path))
+
+
+@pytest.mark.parametrize("source", ["ordinary", "streamed"])
+def test_grouped_evaluation_equals_device_by_device(
+    varied: Path, source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dradiag.analyses.cel import compile_selector
+    from dradiag.analyses.selection import device_outcomes, selection_problems
+
+    snapshot = (
+        load_snapshot(str(varied)) if source == "ordinary" else _streamed(varied, monkeypatch)
+    )
+    statuses = set()
+    # Devices that do not convert make every class selector error on nodes 1 and 2.
+    for nodes in (None, ["node-2", "node-4"], ["node-0", "node-3", "node-4", "node-5"]):
+        grouped = build_inventory(snapshot, nodes=nodes)
+        reference = build_inventory(snapshot, nodes=nodes, grouped=False)
+        assert list(grouped.devices) == list(reference.devices)
+        assert grouped.grouped and not reference.grouped
+        if source == "streamed" and nodes is None:
+            assert grouped._index is not None  # the loader's notes were used
+        for spec in _varied_specs():
+            fast = analyze_claim_selection(
+                snapshot, spec, namespace="ml", claim_name="c", inventory=grouped
+            )
+            slow = analyze_claim_selection(
+                snapshot, spec, namespace="ml", claim_name="c", inventory=reference
+            )
+            assert fast == slow
+            assert [p.finding for p in selection_problems(fast)] == [
+                p.finding for p in selection_problems(slow)
+            ]
+            statuses |= {a.status for g in fast.requests for a in g.alternatives}
+        for _, exprs, _ in VARIED_REQUESTS:
+            for expression in exprs[:1]:
+                try:
+                    selector = compile_selector(expression)
+                except Exception:
+                    continue
+                assert device_outcomes(grouped, selector) == device_outcomes(reference, selector)
+    # The fleet exercises every verdict the grouping could get wrong.
+    assert {
+        RequestStatus.OK,
+        RequestStatus.NO_MATCH,
+        RequestStatus.ERROR,
+        RequestStatus.COMPILE_ERROR,
+        RequestStatus.CLASS_MISSING,
+        RequestStatus.COUNT_INFEASIBLE,
+    } <= statuses
+
+
+def test_grouped_evaluation_names_the_errors_of_the_reference(varied: Path) -> None:
+    snapshot = load_snapshot(str(varied))
+    inventory = build_inventory(snapshot)
+    errors = inventory.conversion_errors()
+    named = {inventory.device(i).slice_device_name: e for i, e in errors.items()}
+    assert set(named) == {"gpu-7-mig-bad-version", "gpu-8", "gpu-9"}
+    assert "parse semantic version" in named["gpu-7-mig-bad-version"]
+    assert all(inventory.cel(i).error == e for i, e in errors.items())
+
+
+def test_constraint_counting_equals_the_sets(varied: Path) -> None:
+    from dradiag.analyses.selection import _constraint_counts, _constraint_sets
+
+    snapshot = load_snapshot(str(varied))
+    inventory = build_inventory(snapshot)
+    result = analyze_claim_selection(
+        snapshot, _varied_specs()[-2], namespace="ml", claim_name="c", inventory=inventory
+    )
+    alternatives = [g.alternatives[0] for g in result.requests[:3]]
+    for attribute in (
+        "gpu.nvidia.com/parentUUID",
+        "resource.kubernetes.io/pciBusID",
+        "gpu.nvidia.com/productName",
+        "gpu.nvidia.com/numa",
+    ):
+        counted = _constraint_counts(inventory, attribute, alternatives)
+        assert counted is not None
+        per, unions, totals, lacking = counted
+        exact = _constraint_sets(inventory, attribute, alternatives)
+        assert (per, totals, lacking) == exact[0:1] + exact[2:]
+        assert list(per) == list(exact[0])  # same order: the closest node reported is the same
+        assert all(unions[key] == n for key, n in exact[1].items())

@@ -52,8 +52,10 @@ def test_plain_quoted_expression_position() -> None:
     # The double-quoted scalar starts at the quote; offset 0 is the character after it.
     assert site.location.column == text.index('"') + 1
     start = site.position_of(0)
+    assert start.column is not None
     assert text[start.column - 1 : start.column - 1 + 6] == "device"
     dot = site.position_of(len("device.attributes['gpu.nvidia.com']"))
+    assert dot.column is not None
     assert text[dot.column - 1 :].startswith(".productname")
 
 
@@ -178,3 +180,173 @@ def test_stream_rejects_malformed_json_with_position(tmp_path: Path) -> None:
 def test_device_snapshot_small_files_use_the_ordinary_loader() -> None:
     snapshot = load_device_snapshot(str(SLICES))
     assert len(snapshot.slices) == 6
+
+
+# -- the streaming loader's fast path (sources.fleet) ------------------------------------
+
+
+def _slice_item(n: int, note: str = "") -> dict[str, object]:
+    devices = [
+        {
+            "name": f"gpu-{g}",
+            "attributes": {
+                "type": {"string": "gpu" if g else "mig"},
+                "note": {"string": note},
+                "uuid": {"string": f"GPU-{n}-{g}"},
+                "numa": {"int": g % 2},
+            },
+            "capacity": {"memory": {"value": "80Gi"}},
+            "consumesCounters": [{"counterSet": "s", "counters": {"memory": {"value": "1"}}}],
+        }
+        for g in range(3)
+    ]
+    return {
+        "metadata": {"name": f"slice-{n}"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": f"node-{n}",
+            "pool": {"name": f"node-{n}", "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
+
+
+# Strings that look like item boundaries, or unbalance a naive brace count.
+TRICKY_NOTES = ["", "}, {", "}},{{", "{{{", "}]}", '"quoted" },\n {', "ünïcode ✓", "\\"]
+
+
+@pytest.fixture()
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dradiag.sources import fleet
+
+    monkeypatch.setattr(fleet, "CHUNK_CHARS", 300)
+    monkeypatch.setattr(fleet, "MAX_PROBE_CHARS", 2000)
+
+
+def _stdlib_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dradiag.sources import fleet
+
+    monkeypatch.setattr(fleet, "_orjson_loads", lambda: None)
+
+
+@pytest.mark.parametrize("indent", [None, 4])
+@pytest.mark.parametrize("layout", ["kind-first", "items-first", "array"])
+def test_slices_of_the_array_decode_as_item_by_item(
+    indent: int | None, layout: str, small_chunks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from dradiag.sources import fleet
+
+    items = [_slice_item(n, TRICKY_NOTES[n % len(TRICKY_NOTES)]) for n in range(60)]
+    doc: object
+    if layout == "kind-first":
+        doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList", "items": items}
+    elif layout == "items-first":  # kubectl's key order: kind comes after the items
+        doc = {"items": items, "kind": "List", "metadata": {"x": [{"a": 1}, {"b": 2}]}}
+    else:
+        doc = items
+    text = json.dumps(doc, indent=indent, ensure_ascii=False)
+    calls = []
+    loads = fleet._orjson_loads()
+    assert loads is not None
+
+    def counting(chunk: str) -> object:
+        calls.append(len(chunk))
+        return loads(chunk)
+
+    monkeypatch.setattr(fleet, "_orjson_loads", lambda: counting)
+    fast = list(fleet.iter_json_items(text, "fleet.json"))
+    assert len(calls) > 5  # the array was decoded a slice at a time
+    _stdlib_only(monkeypatch)
+    assert fast == list(fleet.iter_json_items(text, "fleet.json"))
+    if layout == "kind-first":
+        assert all(item["kind"] == "ResourceSlice" for item in fast)  # type: ignore[index]
+    assert [item["metadata"]["name"] for item in fast] == [f"slice-{n}" for n in range(60)]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("where", [3, 41, 59])
+def test_malformed_json_deep_in_the_array_is_reported_as_before(
+    where: int, small_chunks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from dradiag.sources import fleet
+
+    items = [json.dumps(_slice_item(n)) for n in range(60)]
+    items[where] = items[where].replace('"gpu-1"', '"gpu-1",', 1)  # a trailing comma
+    text = '{"kind": "List", "items": [\n' + ",\n".join(items) + "\n]}"
+    with pytest.raises(InputError) as fast:
+        list(fleet.iter_json_items(text, "bad.json"))
+    _stdlib_only(monkeypatch)
+    with pytest.raises(InputError) as slow:
+        list(fleet.iter_json_items(text, "bad.json"))
+    assert (fast.value.line, fast.value.column, str(fast.value)) == (
+        slow.value.line,
+        slow.value.column,
+        str(slow.value),
+    )
+    assert fast.value.line == where + 2
+
+
+def test_values_json_cannot_tell_apart_are_not_shared(tmp_path: Path, small_chunks: None) -> None:
+    # NaN (only the standard library's decoder reads it; orjson would write it as null),
+    # null, and 1 / 1.0 / true (equal in Python, not in CEL) stay what they were.
+    import json
+
+    from dradiag.sources import fleet
+
+    literals = ["1", "null", "1.0", "true", "NaN", "null", "1", "NaN", "true"] * 3
+    items = []
+    for n, literal in enumerate(literals):
+        text = json.dumps(_slice_item(n))
+        odd = f'"odd": {{"int": {literal}}}, '
+        text = text.replace('"type": ', odd + '"type": ', 1)
+        items.append(text.replace('"80Gi"', literal, 1))
+    target = tmp_path / "fleet.json"
+    header = '{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList", "items": ['
+    target.write_text(header + ", ".join(items) + "]}")
+    reference = json.loads(target.read_text())["items"]
+    snapshot = fleet.stream_slice_snapshot(str(target))
+    got = [sl["spec"]["devices"][0]["attributes"]["odd"]["int"] for sl in snapshot.slices]
+    want = [item["spec"]["devices"][0]["attributes"]["odd"]["int"] for item in reference]
+    assert [(type(v), repr(v)) for v in got] == [(type(v), repr(v)) for v in want]
+    got = [sl["spec"]["devices"][0]["capacity"]["memory"]["value"] for sl in snapshot.slices]
+    want = [item["spec"]["devices"][0]["capacity"]["memory"]["value"] for item in reference]
+    assert [(type(v), repr(v)) for v in got] == [(type(v), repr(v)) for v in want]
+
+
+def test_the_loader_notes_every_value_and_device(tmp_path: Path, small_chunks: None) -> None:
+    import json
+
+    from dradiag.analyses.selection import build_inventory
+    from dradiag.sources import fleet
+
+    target = tmp_path / "fleet.json"
+    target.write_text(
+        json.dumps(
+            {
+                "kind": "List",
+                "items": [
+                    {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", **_slice_item(n)}
+                    for n in range(30)
+                ],
+            }
+        )
+    )
+    snapshot = fleet.stream_slice_snapshot(str(target))
+    index = fleet.fleet_index(snapshot)
+    assert index is not None and index.complete
+    known = {id(v) for v in index.attribute_values}
+    maps = {id(m) for m in index.capacity_maps}
+    for sl in snapshot.slices:
+        noted = index.slices[id(sl["spec"]["devices"])]
+        assert noted.names == [d["name"] for d in sl["spec"]["devices"]]
+        for device in sl["spec"]["devices"]:
+            assert {id(v) for v in device["attributes"].values()} <= known
+            assert id(device["capacity"]) in maps
+    assert fleet.fleet_index(load_snapshot(str(target))) is None
+    streamed = build_inventory(snapshot)
+    ordinary = build_inventory(load_snapshot(str(target)))
+    assert list(streamed.devices) == list(ordinary.devices)
+    assert streamed._index is index and ordinary._index is None
