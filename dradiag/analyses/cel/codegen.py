@@ -164,6 +164,7 @@ class _Gen:
         self.root: Node | None = None
         self.lazy: dict[str, tuple[Node, dict[str, str]]] = {}
         self.returned = False  # the root already returned its result on every path
+        self.positions: dict[str, str] = {}  # batch: value key constant -> its position variable
 
     # helpers ----------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -322,12 +323,28 @@ class _Gen:
             return None
         return self.const(value_key(domain[0], domain[1], name), "key")
 
+    def position(self, key: str) -> str | None:
+        """In a batch loop, the variable holding ``device.shape.get(key)`` (looked up once per shape)."""
+        if self.mode == FUNCTION:
+            return None
+        found = self.positions.get(key)
+        if found is None:
+            found = self.positions[key] = self.tmp("_p")
+        return found
+
     def flat_lookup(self, key: str, name: str) -> str:
         value = self.tmp()
-        self.emit(f"{value} = device.shape.get({key})")
-        self.emit(f"if {value} is None: raise _nokey({name!r})")
-        self.emit(f"{value} = device.vals[{value}]")
+        at = self.position(key)
+        if at is None:
+            self.emit(f"{value} = device.shape.get({key})")
+            at = value
+        self.emit(f"if {at} is None: raise _nokey({name!r})")
+        self.emit(f"{value} = device.vals[{at}]")
         return value
+
+    def flat_has(self, key: str) -> str:
+        at = self.position(key)
+        return f"({key} in device.shape)" if at is None else f"({at} is not None)"
 
     def gen_select(self, node: Select, scope: dict[str, str]) -> str:
         if self.is_device(node.operand, scope) and not node.optional:
@@ -339,7 +356,7 @@ class _Gen:
             # device.attributes['d'].x: one lookup in device.values, same result and error.
             key = self.value_key(node.operand, node.field, scope)
             if key is not None:
-                return f"({key} in device.shape)" if node.test_only else self.flat_lookup(key, node.field)
+                return self.flat_has(key) if node.test_only else self.flat_lookup(key, node.field)
         operand = self.gen(node.operand, scope)
         if node.optional:
             return f"_opt_select({operand}, {node.field!r})"
@@ -593,7 +610,7 @@ class _Gen:
                 if isinstance(lhs, Literal) and lhs.kind == "string":
                     flat = self.value_key(node.args[1], str(lhs.value), scope)
                     if flat is not None:
-                        return f"({flat} in device.shape)"
+                        return self.flat_has(flat)
                 return f"({a} in {b})"
             return f"_in({a}, {b})"
         if same_prim:
@@ -979,17 +996,22 @@ def generate(
     namespace = dict(BASE_NAMESPACE)
     namespace.update(gen.consts)
     namespace["_EMPTY_VARS"] = _EMPTY_VARS
-    # Bind the helpers the body uses as parameter defaults: locals are cheaper than globals.
-    text = "\n".join(body) + " _RtErr _to_bool _CostExceeded"
-    used = sorted(n for n in set(_NAME_RE.findall(text)) if n in namespace)
-    params = "".join(f", {n}={n}" for n in used)
     indent = "    " * base
     prologue = []
     if selector:
         # An attribute Kubernetes cannot convert fails every selector on the device.
         prologue.append(f"{indent}if device.error is not None: raise _RtErr(device.error)")
+    if gen.positions:
+        # Devices of one model share a shape: look the keys up again only when it changes.
+        prologue += [f"{indent}_shape = device.shape", f"{indent}if _shape is not _last_shape:"]
+        prologue.append(f"{indent}    _last_shape = _shape")
+        prologue += [f"{indent}    {var} = _shape.get({key})" for key, var in gen.positions.items()]
     if gen.metered:
         prologue.append(f"{indent}_cost = {_static_cost(root)}")
+    # Bind the helpers the code uses as parameter defaults: locals are cheaper than globals.
+    text = "\n".join(prologue + body) + " _RtErr _to_bool _CostExceeded"
+    used = sorted(n for n in set(_NAME_RE.findall(text)) if n in namespace)
+    params = "".join(f", {n}={n}" for n in used)
     if not batch:
         lines = [f"def _cel(device, _vars=_EMPTY_VARS{params}):", *prologue, *body]
     elif mode == SWEEP:
@@ -997,6 +1019,7 @@ def generate(
             f"def _cel(devices, _vars=_EMPTY_VARS{params}):",
             "    _out = []",
             "    _ap = _out.append",
+            "    _last_shape = None",
             "    for device in devices:",
             "        try:",
             *prologue,
@@ -1011,6 +1034,7 @@ def generate(
             "    _out = []",
             "    _errors = []",
             "    _ap = _out.append",
+            "    _last_shape = None",
             "    for _i, device in enumerate(devices):",
             "        try:",
             *prologue,

@@ -64,29 +64,39 @@ def value_key(kind: str, domain: str, name: str) -> str:
     return key
 
 
-def _flatten(kind: str, maps: Mapping[str, Mapping[str, Any]], keys: list[str], vals: list[Any]) -> None:
-    interned = _KEYS[kind]
-    for domain, names in maps.items():
-        by_domain = interned.get(domain)
-        for name, value in names.items():
-            key = by_domain.get(name) if by_domain is not None else None
-            keys.append(key if key is not None else value_key(kind, domain, name))
-            vals.append(value)
-
-
-# Shapes by their keys in order: a fleet has a few (one per model and driver layout).
-_SHAPES: dict[tuple[str, ...], dict[str, int]] = {}
+# Shapes by layout: the domains and names of the attributes, then of the capacities, in
+# order. A fleet has a few (one per model and driver layout).
+_SHAPES: dict[tuple[Any, ...], dict[str, int]] = {}
 _SHAPES_MAX = 4096
+_CAPACITY = object()  # separates the attribute part of a layout from the capacity part
 
 
-def _shape(keys: tuple[str, ...]) -> dict[str, int]:
-    shape = _SHAPES.get(keys)
+def _flatten(attributes: Mapping[str, Mapping[str, Any]], capacity: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, int], tuple[Any, ...]]:
+    """``(shape, vals)`` of a device (see the module docstring)."""
+    layout: list[Any] = []
+    vals: list[Any] = []
+    for maps in (attributes, capacity):
+        for domain, names in maps.items():
+            # (domain, count, *names): unambiguous whatever the names are.
+            layout.append(domain)
+            layout.append(len(names))
+            layout.extend(names)
+            vals.extend(names.values())
+        layout.append(_CAPACITY)
+    key = tuple(layout)
+    shape = _SHAPES.get(key)
     if shape is None:
-        shape = {key: i for i, key in enumerate(keys)}
+        keys = [
+            value_key(kind, domain, name)
+            for kind, maps in (("attribute", attributes), ("capacity", capacity))
+            for domain, names in maps.items()
+            for name in names
+        ]
+        shape = {k: i for i, k in enumerate(keys)}
         if len(_SHAPES) >= _SHAPES_MAX:
             _SHAPES.clear()
-        _SHAPES[keys] = shape
-    return shape
+        _SHAPES[key] = shape
+    return shape, tuple(vals)
 
 
 class DomainMap(dict[str, Any]):
@@ -140,12 +150,7 @@ class CelDevice:
         self.error = error
         self.name = name
         self._value: dict[str, Any] | None = None
-        keys: list[str] = []
-        vals: list[Any] = []
-        _flatten("attribute", attributes, keys, vals)
-        _flatten("capacity", capacity, keys, vals)
-        self.shape = _shape(tuple(keys))
-        self.vals = tuple(vals)
+        self.shape, self.vals = _flatten(attributes, capacity)
         self.memo_keyset: object = None
         self.memo_class = 0
         self.memo_more: dict[object, int] | None = None
