@@ -10,16 +10,17 @@ with a NoSchedule/NoExecute taint are counted and named as unhealthy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dradiag.analyses.allocation.candidates import DeviceEntry, device_entries
+from dradiag.analyses.allocation.candidates import DeviceEntry
 from dradiag.analyses.allocation.counters import CounterState
 from dradiag.analyses.allocation.features import FeatureGates
-from dradiag.analyses.allocation.search import AllocatedState
+from dradiag.analyses.allocation.search import AllocationContext
 from dradiag.analyses.allocation.taints import BLOCKING_EFFECTS
-from dradiag.analyses.pools import Pool, PoolIndex, pool_problems
+from dradiag.analyses.pools import NANOS_OR_ZERO, Pool, nanos_or_zero, paused_gc, pool_problems
 from dradiag.snapshot.model import Snapshot
 
 __all__ = ["DeviceGroup", "Inventory", "NodeInventory", "build_inventory"]
@@ -99,7 +100,7 @@ class Inventory:
 
 
 def _kind(entry: DeviceEntry) -> tuple[str, str, str | None, str | None]:
-    attrs = entry.attributes
+    attrs = entry.device.get("attributes") or _NO_ATTRIBUTES
     kind = attrs.get("type")
     profile = attrs.get("profile")
     product = attrs.get("productName")
@@ -111,8 +112,44 @@ def _kind(entry: DeviceEntry) -> tuple[str, str, str | None, str | None]:
     )
 
 
+_NO_ATTRIBUTES: dict[str, Any] = {}
+_NO_COUNTERS: dict[str, int] = {}
+
+
+def _fits_in(entry: DeviceEntry, have: dict[str, dict[str, int]]) -> bool:
+    """Whether every counter ``entry`` consumes has enough left in ``have``.
+
+    Reads the device's counters as ``entry.consumes`` would, but only up to the first
+    that is short: most free partitions of a busy GPU fail on their first memory slice,
+    and parsing all their counters would be wasted.
+    """
+    parsed = entry._consumes
+    if parsed is not None:
+        for set_name, consumed in parsed:
+            in_set = have.get(set_name, _NO_COUNTERS)
+            for counter, value in consumed:
+                if in_set.get(counter, 0) < value:
+                    return False
+        return True
+    cache = NANOS_OR_ZERO
+    for use in entry.device.get("consumesCounters") or ():
+        in_set = have.get(str(use.get("counterSet") or ""), _NO_COUNTERS)
+        for k, v in (use.get("counters") or {}).items():
+            raw = v.get("value") if v.__class__ is dict or isinstance(v, Mapping) else v
+            nanos = cache.get(raw) if raw.__class__ is str else None
+            if nanos is None:
+                nanos = nanos_or_zero(raw)
+            if in_set.get(k if k.__class__ is str else str(k), 0) < nanos:
+                return False
+    return True
+
+
 def _fits(counters: CounterState, free: Sequence[DeviceEntry]) -> int:
-    """How many of ``free`` can be allocated together (first-fit, allocator order)."""
+    """How many of ``free`` can be allocated together (first-fit, allocator order).
+
+    Per-counter arithmetic on a copy of what each counter scope (a pool; a slice before
+    1.35) has left: a device fits when every counter it consumes still has enough.
+    """
     left: dict[str, dict[str, dict[str, int]]] = {}
     count = 0
     for entry in free:
@@ -121,12 +158,7 @@ def _fits(counters: CounterState, free: Sequence[DeviceEntry]) -> int:
         if have is None:
             have = {k: dict(v) for k, v in counters.available_for(entry).items()}
             left[scope] = have
-        ok = all(
-            have.get(set_name, {}).get(counter, 0) >= value
-            for set_name, consumed in entry.consumes
-            for counter, value in consumed
-        )
-        if ok:
+        if _fits_in(entry, have):
             for set_name, consumed in entry.consumes:
                 for counter, value in consumed:
                     have[set_name][counter] -= value
@@ -141,31 +173,35 @@ def build_inventory(
     features: FeatureGates | None = None,
 ) -> Inventory:
     """The inventory of ``nodes`` (default: every node the snapshot names)."""
+    with paused_gc():
+        return _build_inventory(snapshot, nodes, features)
+
+
+def _build_inventory(
+    snapshot: Snapshot, nodes: Sequence[str] | None, features: FeatureGates | None
+) -> Inventory:
     gates = features or FeatureGates.for_version(snapshot.source.server_version).with_evidence(
         snapshot.slices
     )
-    index = PoolIndex.from_snapshot(
-        snapshot, partitionable=gates.partitionable_devices, legacy=gates.legacy_pools
-    )
-    allocated = AllocatedState.from_claims(snapshot.claims)
-    rules = tuple(snapshot.taint_rules) if gates.device_taint_rules else ()
-    # Keyed by id(pool); the pool is kept in the value so the id stays unique.
-    entries_by_pool: dict[int, tuple[Pool, list[DeviceEntry]]] = {}
+    # The allocator's view: pools gathered per node from one index, device records shared
+    # by the nodes that see the same pool, the cluster's allocated devices.
+    context = AllocationContext(snapshot, gates)
+    index = context.pool_index
+    allocated = context.allocated
+    is_allocated = allocated.is_allocated
+    partitionable = gates.partitionable_devices
 
-    def pool_devices(pool: Pool) -> list[DeviceEntry]:
-        found = entries_by_pool.get(id(pool))
-        if found is None:
-            entries = device_entries(pool, taint_rules=rules) + device_entries(
-                pool, slices=pool.other_slices
-            )
-            found = entries_by_pool[id(pool)] = (pool, entries)
-        return found[1]
+    def pool_devices(pool: Pool) -> Iterable[DeviceEntry]:
+        own = context.pool_entries(pool)
+        if not pool.other_slices:
+            return own
+        return itertools.chain(own, context.pool_entries(pool, others=True))
 
     out: list[NodeInventory] = []
     for node_name in nodes if nodes is not None else snapshot.node_names():
         node = snapshot.node(node_name) or {"metadata": {"name": node_name}}
         pools = index.gather(node)
-        counters = CounterState(allocated.is_allocated, pool_devices)
+        counters = CounterState(is_allocated, pool_devices)
         inv = NodeInventory(node=node_name)
         groups: dict[tuple[str, str, str | None, str | None], DeviceGroup] = {}
         free_partitions: dict[tuple[str, str, str | None, str | None], list[DeviceEntry]] = {}
@@ -174,10 +210,7 @@ def build_inventory(
             inv.pools.append({"driver": pool.driver, "pool": pool.name, "state": state})
             if pool.invalid or (pool.incomplete and not gates.legacy_pools):
                 continue
-            own = {id(s) for s in pool.slices}
-            for entry in pool_devices(pool):
-                if id(entry.slice) not in own:
-                    continue
+            for entry in context.pool_entries(pool):
                 key = _kind(entry)
                 group = groups.get(key)
                 if group is None:
@@ -186,27 +219,31 @@ def build_inventory(
                     )
                 group.published += 1
                 ref = entry.ref
-                if allocated.is_allocated(ref):
+                if is_allocated(ref):
                     group.allocated += 1
                     for claim in allocated.holders.get(ref, ()):
                         group.holders.setdefault(claim, []).append(entry.name)
-                elif entry.has_counters and gates.partitionable_devices:
-                    free_partitions.setdefault(key, []).append(entry)
-                blocking = [t for t in entry.taints if t.get("effect") in BLOCKING_EFFECTS]
-                if blocking:
-                    group.tainted += 1
-                    inv.tainted.append(
-                        {
-                            "device": entry.name,
-                            "pool": entry.pool_name,
-                            "driver": entry.driver,
-                            "taints": [
-                                f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}"
-                                for t in blocking
-                            ],
-                        }
-                    )
-                if entry.has_counters and gates.partitionable_devices and group.fits is None:
+                elif entry.has_counters and partitionable:
+                    free = free_partitions.get(key)
+                    if free is None:
+                        free = free_partitions[key] = []
+                    free.append(entry)
+                if entry.taints:
+                    blocking = [t for t in entry.taints if t.get("effect") in BLOCKING_EFFECTS]
+                    if blocking:
+                        group.tainted += 1
+                        inv.tainted.append(
+                            {
+                                "device": entry.name,
+                                "pool": entry.pool_name,
+                                "driver": entry.driver,
+                                "taints": [
+                                    f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}"
+                                    for t in blocking
+                                ],
+                            }
+                        )
+                if entry.has_counters and partitionable and group.fits is None:
                     group.fits = 0
         for key, free in free_partitions.items():
             groups[key].fits = _fits(counters, free)
@@ -224,6 +261,6 @@ def build_inventory(
             "generation": p.generation,
             "nodes": list(p.nodes),
         }
-        for p in pool_problems(snapshot, partitionable=gates.partitionable_devices)
+        for p in pool_problems(snapshot, partitionable=gates.partitionable_devices, index=index)
     ]
     return Inventory(nodes=out, problems=problems, features=gates)

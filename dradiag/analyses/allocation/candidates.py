@@ -8,26 +8,43 @@ conditions, capacity, and the CEL view of the device (built once, cached on the 
 Selector matching follows ``selectorsMatch`` (k8s-dra-semantics §1.7): class selectors,
 then request selectors, stopping at the first false; a compile or runtime error is not a
 non-match but aborts the whole attempt, worded as the scheduler words it.
+
+What is cached, and why it changes no answer: a selector's result per distinct raw
+values of what it reads (equal values, equal result); a selector list's result on each
+record (``DeviceEntry.selected``, by a token unique to the engine and list; errors are
+never stored, so they are raised again); whether a device converts for CEL, per engine,
+plus once for all engines when only scalar, valid attributes make the question moot.
+Records are shared by every analysis of a snapshot (``search.SnapshotStore``).
 """
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from dradiag.analyses.pools import Pool, quantity_nanos
+from dradiag.analyses.pools import NANOS_OR_ZERO, Pool, nanos_or_zero, quantity_nanos
 from dradiag.snapshot.model import K8sObject, name_of
 
 if TYPE_CHECKING:
     from dradiag.analyses.cel import CompiledSelector
 
-__all__ = ["AllocatorError", "DeviceEntry", "SelectorEngine", "device_entries"]
+__all__ = [
+    "AllocatorError",
+    "DeviceEntry",
+    "PreparedSelectors",
+    "SelectorEngine",
+    "device_entries",
+]
 
 DeviceRef = tuple[str, str, str]
 
 _SCALAR_KEYS = ("int", "bool", "string", "version")
+_EMPTY: Mapping[str, Any] = {}
+_VALUE = operator.itemgetter("value")
 _LIST_KEYS = ("ints", "bools", "strings", "versions")
 
 
@@ -66,11 +83,21 @@ class DeviceEntry:
     index: int = 0
     """Position in the pool's visiting order (ties in the search are broken by it)."""
     cel: Any = field(default=None, repr=False)
+    """The CEL view of the device, as engine ``cel_for`` builds it."""
     cel_error: str | None = field(default=None, repr=False)
-    cel_ready: bool = field(default=False, repr=False)
+    """Why converting the device for CEL fails (None: it converts), for engine ``cel_ready``."""
+    cel_ready: int = field(default=0, repr=False)
+    """The engine (:attr:`SelectorEngine.ident`) ``cel_error`` was worked out for; 0: none."""
+    cel_for: int = field(default=0, repr=False)
+    convertible: bool | None = field(default=None, repr=False)
+    """Converts for every engine (only scalar attributes and valid values); None: not known."""
     _consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] | None = field(
         default=None, repr=False
     )
+    _plain_capacity: bool | None = field(default=None, repr=False)
+    selected: dict[int, bool] | None = field(default=None, repr=False)
+    """Results of prepared selector lists on this device, by their token (see
+    :meth:`SelectorEngine.prepare`); errors are never stored, so they are raised again."""
 
     @property
     def consumes(self) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
@@ -80,21 +107,21 @@ class DeviceEntry:
         """
         found = self._consumes
         if found is None:
-            found = self._consumes = tuple(
-                (
-                    str(use.get("counterSet") or ""),
-                    tuple((str(k), _nanos(v)) for k, v in (use.get("counters") or {}).items()),
-                )
-                for use in self.device.get("consumesCounters") or []
-            )
+            found = self._consumes = _parse_consumes(self.device.get("consumesCounters"))
         return found
 
     @property
     def plain_capacity(self) -> bool:
         """No request policy on any capacity: a dedicated device always fits (§3.10)."""
-        return not any(
-            isinstance(c, Mapping) and c.get("requestPolicy") for c in self.capacity.values()
-        )
+        found = self._plain_capacity
+        if found is None:
+            found = True
+            for c in self.capacity.values():
+                if (c.__class__ is dict or isinstance(c, Mapping)) and c.get("requestPolicy"):
+                    found = False
+                    break
+            self._plain_capacity = found
+        return found
 
     @property
     def device_id(self) -> str:
@@ -124,7 +151,20 @@ class DeviceEntry:
 
     def plain_attribute(self, name: str) -> Any:
         """An attribute's scalar value by bare or qualified name (for summaries), or None."""
-        attr = self.attribute(name if "/" in name else f"{self.driver}/{name}")
+        if "/" in name:
+            attr = self.attribute(name)
+        else:
+            # attribute(f"{driver}/{name}"), spelled out: summaries ask this per device.
+            attrs = self.device.get("attributes") or _EMPTY
+            attr = attrs.get(f"{self.driver}/{name}")
+            if attr is None or (attr.__class__ is not dict and not isinstance(attr, Mapping)):
+                attr = attrs.get(name) if "/" not in self.driver else None
+                if (
+                    attr is not None
+                    and attr.__class__ is not dict
+                    and not isinstance(attr, Mapping)
+                ):
+                    attr = None
         if attr is None:
             return None
         for key in _SCALAR_KEYS:
@@ -164,46 +204,70 @@ def device_entries(
 ) -> list[DeviceEntry]:
     """Records for every device of ``pool``'s node-targeting slices, in visiting order."""
     out: list[DeviceEntry] = []
+    append = out.append
+    driver, pool_name = pool.driver, pool.name
     for slc in pool.slices if slices is None else slices:
         spec = slc.get("spec") or {}
         per_device = bool(spec.get("perDeviceNodeSelection"))
-        driver, pool_name = pool.driver, pool.name
         for dev in spec.get("devices") or []:
-            name = str(dev.get("name") or "")
-            out.append(
+            name = dev.get("name")
+            if name.__class__ is not str:
+                name = str(name or "")
+            get = dev.get
+            binding = get("bindingConditions")
+            failure = get("bindingFailureConditions")
+            # Positional: the field order of DeviceEntry (this is the fleet-sized loop).
+            append(
                 DeviceEntry(
-                    driver=driver,
-                    pool_name=pool_name,
-                    name=name,
-                    device=dev,
-                    slice=slc,
-                    pool=pool,
-                    ref=(driver, pool_name, name),
-                    taints=_taints_for(slc, dev, taint_rules)
-                    if taint_rules or dev.get("taints")
-                    else (),
-                    has_counters=bool(dev.get("consumesCounters")),
-                    per_device_node=per_device,
-                    allow_multiple=bool(dev.get("allowMultipleAllocations")),
-                    binding_conditions=tuple(dev.get("bindingConditions") or ()),
-                    binding_failure_conditions=tuple(dev.get("bindingFailureConditions") or ()),
-                    index=len(out),
+                    driver,
+                    pool_name,
+                    name,
+                    dev,
+                    slc,
+                    pool,
+                    (driver, pool_name, name),
+                    _taints_for(slc, dev, taint_rules) if taint_rules or get("taints") else (),
+                    bool(get("consumesCounters")),
+                    per_device,
+                    bool(get("allowMultipleAllocations")),
+                    tuple(binding) if binding else (),
+                    tuple(failure) if failure else (),
+                    len(out),
                 )
             )
     return out
 
 
-def _nanos(entry: Any) -> int:
-    raw = entry.get("value") if entry.__class__ is dict or isinstance(entry, Mapping) else entry
-    if raw.__class__ is str:
-        try:
-            return quantity_nanos(raw)
-        except ValueError:
-            return 0
-    try:
-        return quantity_nanos(str(raw if raw is not None else "0"))
-    except ValueError:
-        return 0
+def _parse_consumes(uses: Any) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """``consumesCounters`` → ((counter set, ((counter, nano-units), ...)), ...)."""
+    if not uses:
+        return ()
+    cache = NANOS_OR_ZERO
+    out = []
+    for use in uses:
+        counters = use.get("counters") or _EMPTY
+        if counters.__class__ is dict:
+            # Every value a {value: <cached quantity text>} and every name a string (the
+            # join fails otherwise): read in C, the same pairs as the loop below.
+            try:
+                values = tuple(map(cache.__getitem__, map(_VALUE, counters.values())))
+                "".join(counters)
+            except (KeyError, TypeError):
+                pass
+            else:
+                out.append(
+                    (str(use.get("counterSet") or ""), tuple(zip(counters, values, strict=True)))
+                )
+                continue
+        parsed = []
+        for k, v in (use.get("counters") or {}).items():
+            raw = v.get("value") if v.__class__ is dict or isinstance(v, Mapping) else v
+            nanos = cache.get(raw) if raw.__class__ is str else None
+            if nanos is None:
+                nanos = nanos_or_zero(raw)
+            parsed.append((k if k.__class__ is str else str(k), nanos))
+        out.append((str(use.get("counterSet") or ""), tuple(parsed)))
+    return tuple(out)
 
 
 @lru_cache(maxsize=65536)
@@ -282,7 +346,26 @@ def _key_function(
         return None
     reads_driver = compiled.reads_driver
     reads_amc = compiled.reads_allow_multiple_allocations
-    lookups = [(kind == "attribute", f"{d}/{n}", d, n) for kind, d, n in keys]
+    lookups = [(kind == "attribute", f"{d}/{n}", str(d), str(n)) for kind, d, n in keys]
+
+    if not reads_amc and len(lookups) == 1:
+        # The common shape (``device.attributes['d'].type == 'mig'``): one read, no list.
+        is_attr, qualified, domain, name = lookups[0]
+        holder = "attributes" if is_attr else "capacity"
+
+        def key_one(entry: DeviceEntry) -> Any:
+            source = entry.device.get(holder) or _EMPTY
+            raw = source.get(qualified)
+            if raw is None and domain == entry.driver:
+                raw = source.get(name)
+            if raw.__class__ is dict and len(raw) == 1:
+                for k, v in raw.items():
+                    raw = (k, tuple(v) if v.__class__ is list else v)
+            elif raw is not None:
+                raw = _raw_key(raw)
+            return (entry.driver if reads_driver else None, raw)
+
+        return key_one
 
     def key(entry: DeviceEntry) -> Any:
         dev = entry.device
@@ -302,6 +385,26 @@ def _key_function(
     return key
 
 
+_TOKENS = itertools.count(1)
+_ENGINES = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PreparedSelectors:
+    """A selector list read once: its expressions in order, and a token that keys the
+    list's result on each device (:attr:`DeviceEntry.selected`).
+
+    Tokens are unique per engine and distinct expression list, so two requests (or a
+    class on every node) with the same selectors share results per device.
+    """
+
+    token: int
+    expressions: tuple[str, ...]
+
+
+_ALWAYS = PreparedSelectors(token=0, expressions=())
+
+
 class SelectorEngine:
     """Compiles selectors once and evaluates them on devices, caching per (expression, device).
 
@@ -312,9 +415,12 @@ class SelectorEngine:
     def __init__(self, *, list_types: bool, allow_multiple: bool) -> None:
         self.list_types = list_types
         self.allow_multiple = allow_multiple
+        self.ident = next(_ENGINES)
+        """Tags what this engine caches on device records shared with other engines."""
         self._compiled: dict[str, Any] = {}
         self._keys: dict[str, Callable[[DeviceEntry], Any] | None] = {}
-        self._results: dict[tuple[str, Any], bool | str] = {}
+        self._results: dict[str, dict[Any, bool | str]] = {}
+        self._prepared: dict[tuple[str, ...], PreparedSelectors] = {}
         self.selectors: dict[str, CompiledSelector] = {}
 
     def compile(self, expression: str) -> Any:
@@ -333,34 +439,67 @@ class SelectorEngine:
             self._compiled[expression] = found
         return found
 
+    def prepare(self, selectors: Sequence[Mapping[str, Any]]) -> PreparedSelectors:
+        """The prepared form of a selector list (nothing is compiled yet: compile errors
+        surface in order, when a device reaches the selector, as the scheduler's do)."""
+        if not selectors:
+            return _ALWAYS
+        expressions = tuple(
+            str((selector.get("cel") or {}).get("expression") or "") for selector in selectors
+        )
+        found = self._prepared.get(expressions)
+        if found is None:
+            found = self._prepared[expressions] = PreparedSelectors(
+                token=next(_TOKENS), expressions=expressions
+            )
+        return found
+
     def _device_error(self, entry: DeviceEntry) -> str | None:
-        if not entry.cel_ready:
-            entry.cel_ready = True
-            problem = _conversion_error(entry.device, self.list_types)
+        if entry.cel_ready != self.ident:
+            error: str | None = None
+            convertible = entry.convertible
+            if convertible is None:
+                # Without list support is the stricter check: passing it, a device
+                # converts for every engine.
+                problem = _conversion_error(entry.device, False)
+                convertible = entry.convertible = problem is None
+                if self.list_types and not convertible:
+                    problem = _conversion_error(entry.device, True)
+            elif not convertible:
+                problem = _conversion_error(entry.device, self.list_types)
+            else:
+                problem = None
             if problem is True:
-                self._cel_device(entry)
-                entry.cel_error = getattr(entry.cel, "error", None) or "unsupported device"
+                error = getattr(self._cel_device(entry), "error", None) or "unsupported device"
             elif isinstance(problem, str):
-                entry.cel_error = problem
+                error = problem
+            entry.cel_error = error
+            entry.cel_ready = self.ident
         return entry.cel_error
 
     def _cel_device(self, entry: DeviceEntry) -> Any:
-        if entry.cel is None:
+        if entry.cel is None or entry.cel_for != self.ident:
             from dradiag.analyses.cel import cel_device
 
             dev = entry.device
             if not self.allow_multiple and dev.get("allowMultipleAllocations"):
                 dev = {k: v for k, v in dev.items() if k != "allowMultipleAllocations"}
             entry.cel = cel_device(entry.driver, dev)
+            entry.cel_for = self.ident
         return entry.cel
 
     def _evaluate(
         self, expression: str, compiled: CompiledSelector, entry: DeviceEntry
     ) -> bool | str:
         key_fn = self._keys.get(expression)
-        key = (expression, key_fn(entry)) if key_fn is not None else None
-        if key is not None:
-            found = self._results.get(key)
+        results: dict[Any, bool | str] | None = None
+        key: Any = None
+        if key_fn is not None:
+            key = key_fn(entry)
+            results = self._results.get(expression)
+            if results is None:
+                results = self._results[expression] = {}
+            found = results.get(key)
             if found is not None:
                 return found
         result: bool | str
@@ -373,8 +512,8 @@ class SelectorEngine:
             )
         except Exception as exc:  # CelRuntimeError, or anything the engine raises
             result = str(getattr(exc, "message", None) or exc)
-        if key is not None:
-            self._results[key] = result
+        if results is not None:
+            results[key] = result
         return result
 
     def matches(
@@ -384,9 +523,78 @@ class SelectorEngine:
 
         ``owner`` prefixes errors: ``class <name>`` or ``claim <ns>/<name>``.
         """
-        for i, selector in enumerate(selectors):
-            expression = str((selector.get("cel") or {}).get("expression") or "")
-            compiled = self.compile(expression)
+        return self.matches_prepared(self.prepare(selectors), entry, owner=owner)
+
+    def matches_prepared(
+        self, prepared: PreparedSelectors, entry: DeviceEntry, *, owner: str
+    ) -> bool:
+        """:meth:`matches` for a list from :meth:`prepare`; the result is kept on the device."""
+        memo = entry.selected
+        if memo is not None:
+            found = memo.get(prepared.token)
+            if found is not None:
+                return found
+        if not prepared.expressions:
+            return True
+        result = self._match(prepared.expressions, entry, owner)
+        if memo is None:
+            entry.selected = {prepared.token: result}
+        else:
+            memo[prepared.token] = result
+        return result
+
+    def match_many(
+        self, prepared: PreparedSelectors, entries: Sequence[DeviceEntry], *, owner: str
+    ) -> list[bool | AllocatorError]:
+        """:meth:`matches_prepared` on each entry, in order, with errors returned (not raised).
+
+        The same results, errors and caching as one call per entry; the loop only skips
+        the per-call overhead for a single selector whose result is already known for
+        the values the device has (the common class selector on a fleet).
+        """
+        if not prepared.expressions:
+            return [True] * len(entries)
+        token = prepared.token
+        key_fn: Callable[[DeviceEntry], Any] | None = None
+        results: dict[Any, bool | str] = {}
+        if len(prepared.expressions) == 1 and entries:
+            expression = prepared.expressions[0]
+            if not isinstance(self.compile(expression), Exception):
+                key_fn = self._keys.get(expression)
+                results = self._results.setdefault(expression, {})
+        out: list[bool | AllocatorError] = []
+        append = out.append
+        ident = self.ident
+        for entry in entries:
+            memo = entry.selected
+            if memo is not None:
+                found = memo.get(token)
+                if found is not None:
+                    append(found)
+                    continue
+            if key_fn is not None:
+                error = entry.cel_error if entry.cel_ready == ident else self._device_error(entry)
+                if error is None:
+                    known = results.get(key_fn(entry))
+                    if known is True or known is False:
+                        if memo is None:
+                            entry.selected = {token: known}
+                        else:
+                            memo[token] = known
+                        append(known)
+                        continue
+            try:
+                append(self.matches_prepared(prepared, entry, owner=owner))
+            except AllocatorError as exc:
+                append(exc)
+        return out
+
+    def _match(self, expressions: tuple[str, ...], entry: DeviceEntry, owner: str) -> bool:
+        ident = self.ident
+        for i, expression in enumerate(expressions):
+            compiled = self._compiled.get(expression)
+            if compiled is None:
+                compiled = self.compile(expression)
             if isinstance(compiled, Exception):
                 raise AllocatorError(
                     f"{owner}: selector #{i}: CEL compile error: compilation failed: {compiled}",
@@ -394,7 +602,7 @@ class SelectorEngine:
                     selector=str(i),
                     expression=expression,
                 )
-            error = self._device_error(entry)
+            error = entry.cel_error if entry.cel_ready == ident else self._device_error(entry)
             if error is None:
                 outcome = self._evaluate(expression, compiled, entry)
                 if outcome is True:

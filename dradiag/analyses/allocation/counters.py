@@ -65,25 +65,28 @@ class CounterState:
             return "slice:" + name_of(entry.slice)
         return entry.pool.name
 
-    def available_for(self, device: DeviceEntry) -> dict[str, dict[str, int]]:
-        """Counters left where ``device`` draws from, after the cluster's allocations."""
-        key = self.scope(device)
-        found = self.available.get(key)
-        if found is not None:
-            return found
+    def _members(self, device: DeviceEntry) -> tuple[Any, Iterable[DeviceEntry]]:
+        """The scope's counter sets and the devices that draw on them."""
         pool = device.pool
         if pool.slice_counter_sets is not None:
             sets = pool.slice_counter_sets.get(name_of(device.slice), {})
             members: Iterable[DeviceEntry] = (
                 e for e in self._pool_devices(pool) if e.slice is device.slice
             )
-        else:
-            sets = pool.counter_sets
-            members = self._pool_devices(pool)
+            return sets, members
+        return pool.counter_sets, self._pool_devices(pool)
+
+    def available_for(self, device: DeviceEntry) -> dict[str, dict[str, int]]:
+        """Counters left where ``device`` draws from, after the cluster's allocations."""
+        key = self.scope(device)
+        found = self.available.get(key)
+        if found is not None:
+            return found
+        sets, members = self._members(device)
         available = {name: dict(counters) for name, counters in sets.items()}
-        holders: dict[str, dict[str, list[DeviceRef]]] = {}
+        is_allocated = self._is_allocated
         for entry in members:
-            if not entry.has_counters or not self._is_allocated(entry.ref):
+            if not entry.has_counters or not is_allocated(entry.ref):
                 continue
             for set_name, counters in entry.consumes:
                 have = available.get(set_name)
@@ -92,12 +95,32 @@ class CounterState:
                 for counter, value in counters:
                     if counter in have:
                         have[counter] -= value
-                        holders.setdefault(set_name, {}).setdefault(counter, []).append(entry.ref)
         self.available[key] = available
-        self.holders[key] = holders
         if any(left < 0 for counters in available.values() for left in counters.values()):
             self.overcommitted.add(key)
         return available
+
+    def holders_for(self, device: DeviceEntry) -> dict[str, dict[str, list[DeviceRef]]]:
+        """Counter set → counter → allocated devices consuming it, where ``device`` draws
+        from (only explanations ask, so it is worked out on demand)."""
+        key = self.scope(device)
+        found = self.holders.get(key)
+        if found is not None:
+            return found
+        sets, members = self._members(device)
+        holders: dict[str, dict[str, list[DeviceRef]]] = {}
+        for entry in members:
+            if not entry.has_counters or not self._is_allocated(entry.ref):
+                continue
+            for set_name, counters in entry.consumes:
+                have = sets.get(set_name)
+                if have is None:
+                    continue
+                for counter, _value in counters:
+                    if counter in have:
+                        holders.setdefault(set_name, {}).setdefault(counter, []).append(entry.ref)
+        self.holders[key] = holders
+        return holders
 
     def check_and_consume(self, entry: DeviceEntry) -> bool:
         """``checkAvailableCounters``: consume the device's counters if they all fit.
@@ -148,12 +171,14 @@ class CounterState:
             for counter, value in counters:
                 if have.get(counter, 0) < value:
                     return False
-        return all(left >= 0 for counters in available.values() for left in counters.values())
+        # available_for records the scopes with a negative balance; ``available`` itself
+        # is never changed afterwards (the attempt's use is kept in ``consumed``).
+        return self.scope(entry) not in self.overcommitted
 
     def short_counters(self, entry: DeviceEntry) -> list[tuple[str, str, list[DeviceRef]]]:
         """(counter set, counter, allocated devices consuming it) for each counter that is short."""
         available = self.available_for(entry)
-        holders = self.holders.get(self.scope(entry), {})
+        holders = self.holders_for(entry)
         out = []
         for set_name, counters in entry.consumes:
             have = available.get(set_name, {})

@@ -30,7 +30,7 @@ from dradiag.analyses.allocation.search import (
     claim_label,
 )
 from dradiag.analyses.allocation.taints import blocking_taints
-from dradiag.analyses.pools import Pool
+from dradiag.analyses.pools import paused_gc
 from dradiag.diagnosis.model import Evidence, EvidenceSource, Finding, Phase, Severity
 from dradiag.snapshot.model import K8sObject, Snapshot, name_of, namespace_of
 
@@ -131,12 +131,16 @@ class RequestFunnel:
 
 def _describe(entries: Sequence[DeviceEntry], class_name: str) -> str:
     """``mig 1g.10gb partition``, ``GPU``, ``vfio device`` or ``device of class X``."""
-    kinds = Counter(
-        (str(e.plain_attribute("type") or ""), str(e.plain_attribute("profile") or ""))
-        for e in entries
-    )
-    if len(kinds) == 1:
-        kind, profile = next(iter(kinds))
+    first: tuple[str, str] | None = None
+    for e in entries:
+        kind_of = (str(e.plain_attribute("type") or ""), str(e.plain_attribute("profile") or ""))
+        if first is None:
+            first = kind_of
+        elif kind_of != first:
+            first = None
+            break
+    if first is not None:
+        kind, profile = first
         if kind == "mig" and profile:
             return f"mig {profile} partition"
         if kind == "gpu":
@@ -162,129 +166,149 @@ def request_funnel(
     """Count ``entries`` through the allocator's checks for one request."""
     ctx = allocator.ctx
     features = allocator.features
+    engine = ctx.selectors
     claim = allocator.claims[data.claim_index]
-    owner = f"claim {claim_label(claim)}"
     stages: list[FunnelStage] = [FunnelStage(stage="on-node", count=len(entries))]
     errors: list[str] = []
 
-    def stage(name: str, kept: list[DeviceEntry], removed: list[dict[str, Any]]) -> None:
+    # Only the first _EXAMPLES removals of a stage are described; the rest are counted.
+    removed: list[dict[str, Any]] = []
+    removed_total = 0
+
+    def drop(entry: DeviceEntry, why: str, **extra: Any) -> None:
+        nonlocal removed_total
+        removed_total += 1
+        if len(removed) < _EXAMPLES:
+            removed.append(_short(entry, why, **extra))
+
+    def stage(name: str, kept: list[DeviceEntry]) -> None:
+        nonlocal removed, removed_total
         stages.append(
             FunnelStage(
                 stage=name,
                 count=len(kept),
-                removed=tuple(removed[:_EXAMPLES]),
-                removed_total=len(removed),
+                removed=tuple(removed),
+                removed_total=removed_total,
             )
         )
+        removed, removed_total = [], 0
 
+    class_selectors = allocator._class_selectors(data)
+    class_owner = data.class_owner
+    class_false = f"class {data.class_name} selectors false"
     kept: list[DeviceEntry] = []
-    removed: list[dict[str, Any]] = []
-    for entry in entries:
-        try:
-            ok = ctx.selectors.matches(
-                data.class_selectors, entry, owner=f"class {data.class_name}"
-            )
-        except AllocatorError as exc:
-            errors.append(exc.message)
-            removed.append(_short(entry, "selector error"))
-            continue
-        if ok:
+    for entry, ok in zip(
+        entries, engine.match_many(class_selectors, entries, owner=class_owner), strict=True
+    ):
+        if ok is True:
             kept.append(entry)
+        elif ok is False:
+            drop(entry, class_false)
         else:
-            removed.append(_short(entry, f"class {data.class_name} selectors false"))
-    stage("class-selectors", kept, removed)
+            errors.append(ok.message)
+            drop(entry, "selector error")
+    stage("class-selectors", kept)
 
-    current, kept, removed = kept, [], []
+    request_selectors = allocator._request_selectors(data)
+    claim_owner = data.claim_owner
+    binding_off = not features.binding_conditions
+    capacity_check = features.consumable_capacity
+    current, kept = kept, []
+    # Selectors of every device first (no side effects beyond caches), the other
+    # checks per device in order, so removals and errors keep the device order.
+    eligible = [e for e in current if not e.binding_conditions] if binding_off else current
+    outcomes = iter(engine.match_many(request_selectors, eligible, owner=claim_owner))
     for entry in current:
-        if entry.binding_conditions and not features.binding_conditions:
-            removed.append(_short(entry, "has binding conditions (feature off)"))
+        if binding_off and entry.binding_conditions:
+            drop(entry, "has binding conditions (feature off)")
             continue
-        try:
-            ok = ctx.selectors.matches(data.selectors, entry, owner=owner)
-        except AllocatorError as exc:
-            errors.append(exc.message)
-            removed.append(_short(entry, "selector error"))
+        ok = next(outcomes)
+        if ok is not True and ok is not False:
+            errors.append(ok.message)
+            drop(entry, "selector error")
             continue
         if not ok:
-            removed.append(_short(entry, "request selectors false"))
+            drop(entry, "request selectors false")
             continue
         if entry.per_device_node:
             try:
                 here = allocator.is_selectable(data, entry)
             except AllocatorError as exc:
                 errors.append(exc.message)
-                removed.append(_short(entry, "node selection error"))
+                drop(entry, "node selection error")
                 continue
             if not here:
-                removed.append(_short(entry, "device not available on this node"))
+                drop(entry, "device not available on this node")
                 continue
-        if features.consumable_capacity:
+        if capacity_check:
             fits = allocator._capacity_ok(data, entry)
             if not fits:
-                removed.append(_short(entry, "not enough capacity left"))
+                drop(entry, "not enough capacity left")
                 continue
         kept.append(entry)
-    stage("request-selectors", kept, removed)
+    stage("request-selectors", kept)
     description = _describe(kept or current, data.class_name)
     needed = data.count if data.mode != "All" else None
     want = needed if needed is not None else len(kept)
 
     holders: Counter[str] = Counter()
-    current, kept, removed = kept, [], []
+    current, kept = kept, []
     allocated = ctx.allocated
+    in_use = allocated.devices
     for entry in current:
-        if not data.admin_access and entry.ref in allocated.devices:
+        if not data.admin_access and entry.ref in in_use:
             names = allocated.holders.get(entry.ref, [])
             holders.update(names)
-            removed.append(_short(entry, "allocated", claims=list(names)))
+            drop(entry, "allocated", claims=list(names))
         else:
             kept.append(entry)
-    stage("free", kept, removed)
+    stage("free", kept)
 
     counter_names: Counter[str] = Counter()
-    current, kept, removed = kept, [], []
+    current, kept = kept, []
+    counters = allocator.counters
+    partitionable = features.partitionable_devices
     for entry in current:
-        if entry.has_counters and not features.partitionable_devices:
-            removed.append(_short(entry, "consumes counters (DRAPartitionableDevices off)"))
+        if entry.has_counters and not partitionable:
+            drop(entry, "consumes counters (DRAPartitionableDevices off)")
             continue
-        if entry.has_counters and not allocator.counters.fits_now(entry):
-            short = allocator.counters.short_counters(entry)
+        if entry.has_counters and not counters.fits_now(entry):
+            short = counters.short_counters(entry)
             claims: set[str] = set()
             for set_name, counter, refs in short:
                 counter_names[f"{set_name}/{counter}"] += 1
                 for ref in refs:
                     claims.update(allocated.holders.get(ref, []))
             holders.update(claims)
-            removed.append(
-                _short(
-                    entry,
-                    "counters exhausted",
-                    counters=[f"{s}/{c}" for s, c, _r in short],
-                    claims=sorted(claims),
-                )
+            drop(
+                entry,
+                "counters exhausted",
+                counters=[f"{s}/{c}" for s, c, _r in short],
+                claims=sorted(claims),
             )
             continue
         kept.append(entry)
-    stage("counters", kept, removed)
+    stage("counters", kept)
 
-    current, kept, removed = kept, [], []
+    current, kept = kept, []
+    taints_on = features.device_taints
     for entry in current:
-        blocking = blocking_taints(entry.taints, data.tolerations) if features.device_taints else []
+        blocking = (
+            blocking_taints(entry.taints, data.tolerations) if taints_on and entry.taints else []
+        )
         if blocking:
-            removed.append(
-                _short(
-                    entry,
-                    "tainted",
-                    taints=[
-                        f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}"
-                        + (f" (DeviceTaintRule {t['_rule']})" if t.get("_rule") else "")
-                        for t in blocking
-                    ],
-                )
+            drop(
+                entry,
+                "tainted",
+                taints=[
+                    f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}"
+                    + (f" (DeviceTaintRule {t['_rule']})" if t.get("_rule") else "")
+                    for t in blocking
+                ],
             )
         else:
             kept.append(entry)
-    stage("tolerated", kept, removed)
+    stage("tolerated", kept)
 
     # Constraints: the largest group of remaining devices that can satisfy every
     # constraint covering this request (matchAttribute groups by value; distinctAttribute
@@ -320,8 +344,12 @@ def request_funnel(
                 f"distinctAttribute {constraint.attribute}: {len(group)} distinct values"
                 + (f" ({missing} lack the attribute)" if missing else "")
             )
-    dropped = [e for e in current if e not in group] if len(group) != len(current) else []
-    stage("constraints", group, [_short(e, "constraint") for e in dropped])
+    if len(group) != len(current):
+        grouped = {id(e) for e in group}
+        for entry in current:
+            if id(entry) not in grouped:
+                drop(entry, "constraint")
+    stage("constraints", group)
 
     blocking_stage = None
     for s in stages[1:]:
@@ -573,7 +601,7 @@ def _proves_infeasible(allocator: Allocator, funnels: Sequence[RequestFunnel]) -
     """
     if any(f.errors for f in funnels):
         return False
-    if any(isinstance(item, Pool) for item in allocator.flat):
+    if allocator.invalid_in_flat:
         return False
     by_request: dict[tuple[int, int], list[RequestFunnel]] = {}
     keys = sorted(allocator.request_data)
@@ -911,6 +939,16 @@ def explain_across_nodes(
     features: FeatureGates | None = None,
 ) -> ClusterExplanation:
     """Simulate ``claims`` on every node (or ``nodes``) and say what blocks where."""
+    with paused_gc():
+        return _explain_across_nodes(snapshot, claims, nodes, features)
+
+
+def _explain_across_nodes(
+    snapshot: Snapshot,
+    claims: Sequence[K8sObject],
+    nodes: Sequence[str] | None,
+    features: FeatureGates | None,
+) -> ClusterExplanation:
     gates = features or _default_features(snapshot)
     context = AllocationContext(snapshot, gates, exclude=_claim_keys(claims))
     names = list(nodes) if nodes is not None else snapshot.node_names()

@@ -18,6 +18,7 @@ attempt, and counter/availability bookkeeping is keyed by pool name.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from dradiag.analyses.allocation.candidates import (
     AllocatorError,
     DeviceEntry,
     DeviceRef,
+    PreparedSelectors,
     SelectorEngine,
     device_entries,
 )
@@ -47,8 +49,11 @@ __all__ = [
     "AllocationContext",
     "Allocator",
     "RequestData",
+    "SnapshotStore",
     "claim_label",
+    "forget_snapshots",
     "invalid_pools_error",
+    "snapshot_store",
 ]
 
 ALLOCATION_RESULTS_MAX_SIZE = 32
@@ -124,12 +129,106 @@ class AllocatedState:
         return state
 
 
+# -- what every analysis of one snapshot shares ----------------------------------------------
+
+
+class SnapshotStore:
+    """What allocation analyses of one snapshot share, call after call.
+
+    Pool indexes (slices read once, pools built and validated once), device records per
+    pool (with what they cache: parsed counters, CEL convertibility, selector results)
+    and selector engines (compiled selectors, results per distinct attribute values)
+    depend only on the snapshot and a few feature flags, so a second explanation of the
+    same snapshot (the diagnosis engine explains every pending claim; a bench explains
+    for two versions, then takes the inventory) starts warm. The snapshot must not change
+    afterwards, as :class:`~dradiag.snapshot.model.Snapshot` requires of every analysis.
+    """
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._indexes: dict[tuple[bool, bool], PoolIndex] = {}
+        self._engines: dict[tuple[bool, bool], SelectorEngine] = {}
+        # Keyed by id(pool); every pool is held by its index, so ids stay unique.
+        self._entries: dict[tuple[int, bool, bool], list[DeviceEntry]] = {}
+        self._allocated: AllocatedState | None = None
+
+    def pool_index(self, *, partitionable: bool, legacy: bool) -> PoolIndex:
+        found = self._indexes.get((partitionable, legacy))
+        if found is None:
+            found = self._indexes[(partitionable, legacy)] = PoolIndex.from_snapshot(
+                self.snapshot, partitionable=partitionable, legacy=legacy
+            )
+        return found
+
+    def selector_engine(self, *, list_types: bool, allow_multiple: bool) -> SelectorEngine:
+        found = self._engines.get((list_types, allow_multiple))
+        if found is None:
+            found = self._engines[(list_types, allow_multiple)] = SelectorEngine(
+                list_types=list_types, allow_multiple=allow_multiple
+            )
+        return found
+
+    def pool_entries(
+        self, pool: Pool, taint_rules: Sequence[K8sObject], *, others: bool = False
+    ) -> list[DeviceEntry]:
+        """Device records of ``pool``'s node-targeting slices (with ``others``: of its
+        other slices), built once; ``taint_rules`` are the snapshot's or none."""
+        key = (id(pool), bool(taint_rules) and not others, others)
+        found = self._entries.get(key)
+        if found is None:
+            if others:
+                found = device_entries(pool, slices=pool.other_slices)
+            else:
+                found = device_entries(pool, taint_rules=taint_rules)
+            self._entries[key] = found
+        return found
+
+    def allocated(self, exclude: Iterable[tuple[str, str]]) -> AllocatedState:
+        """The cluster's allocated devices, leaving out the claims ``exclude`` names.
+
+        The full state is shared when the excluded claims hold no devices (claims being
+        explained are usually not allocated); otherwise it is worked out afresh.
+        """
+        skip = set(exclude)
+        claims = self.snapshot.claims
+        if skip and any(
+            (namespace_of(c), name_of(c)) in skip and allocated_devices(c) for c in claims
+        ):
+            return AllocatedState.from_claims(claims, exclude=skip)
+        if self._allocated is None:
+            self._allocated = AllocatedState.from_claims(claims)
+        return self._allocated
+
+
+_STORE: list[SnapshotStore] = []
+"""The store of the snapshot analysed last (one: a process analyses one snapshot)."""
+
+
+def snapshot_store(snapshot: Snapshot) -> SnapshotStore:
+    """The :class:`SnapshotStore` of ``snapshot``, made on first use; replaces the last one."""
+    if _STORE and _STORE[0].snapshot is snapshot:
+        return _STORE[0]
+    store = SnapshotStore(snapshot)
+    _STORE[:] = [store]
+    return store
+
+
+def forget_snapshots() -> None:
+    """Drop the shared store (tests; or a caller that changed a snapshot in place)."""
+    _STORE.clear()
+
+
 # -- per-snapshot context shared by every node of a sweep -----------------------------------
 
 
 class AllocationContext:
     """What stays the same across nodes for one set of claims: pools index, classes,
-    compiled selectors, DeviceTaintRules and the cluster's allocated devices."""
+    compiled selectors, DeviceTaintRules and the cluster's allocated devices.
+
+    Pool indexes, device records and selector engines come from the snapshot's
+    :class:`SnapshotStore` (``store=None``) or from a fresh one (``store=False``: nothing
+    shared with earlier calls).
+    """
 
     def __init__(
         self,
@@ -138,29 +237,39 @@ class AllocationContext:
         *,
         exclude: Iterable[tuple[str, str]] = (),
         allocated: AllocatedState | None = None,
+        store: SnapshotStore | bool | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.features = features
-        self.pool_index = PoolIndex.from_snapshot(
-            snapshot, partitionable=features.partitionable_devices, legacy=features.legacy_pools
+        if isinstance(store, SnapshotStore):
+            self.store = store
+        else:
+            self.store = snapshot_store(snapshot) if store is None else SnapshotStore(snapshot)
+        self.pool_index = self.store.pool_index(
+            partitionable=features.partitionable_devices, legacy=features.legacy_pools
         )
         self.taint_rules: tuple[K8sObject, ...] = (
             tuple(snapshot.taint_rules) if features.device_taint_rules else ()
         )
         # 1.36.0 converted list attributes for CEL only with DRAListTypeAttributes; later
         # releases always do (k8s-dra-semantics §1.3); earlier ones had none to convert.
-        self.selectors = SelectorEngine(
+        self.selectors = self.store.selector_engine(
             list_types=features.list_type_attributes or features.version != (1, 36),
             allow_multiple=features.variant != "stable",
         )
         self.leak_counters = features.version < (1, 37)
         """Before the fix for kubernetes/kubernetes#140436 (merged for 1.37), counters taken by
         a device that a taint or constraint then refuses stayed taken for the attempt."""
-        self.allocated = (
-            allocated
-            if allocated is not None
-            else AllocatedState.from_claims(snapshot.claims, exclude=exclude)
-        )
+        self.allocated = allocated if allocated is not None else self.store.allocated(exclude)
+
+    def pool_entries(self, pool: Pool, *, others: bool = False) -> list[DeviceEntry]:
+        """Device records of ``pool``'s node-targeting slices (or, with ``others``, of its
+        other slices), built once and shared by every allocator of this snapshot.
+
+        Pools come from the shared :class:`PoolIndex`, so nodes that see the same pool get
+        the same records, and with them the selector results cached on each record.
+        """
+        return self.store.pool_entries(pool, self.taint_rules, others=others)
 
     def node_object(self, node_name: str) -> K8sObject:
         """The Node object, or a stand-in with only the name (labels then unknown)."""
@@ -191,6 +300,21 @@ class RequestData:
     admin_access: bool
     num_devices: int = 0
     all_devices: list[DeviceEntry] | None = None
+    class_prepared: PreparedSelectors | None = None
+    request_prepared: PreparedSelectors | None = None
+    class_owner: str = ""
+    """``class <name>``: how selector errors of the class are prefixed."""
+    claim_owner: str = ""
+    """``claim <ns>/<name>``: how selector errors of the request are prefixed."""
+    selectable: dict[int, bool] = field(default_factory=dict)
+    """``isSelectable`` per device record (by id; records outlive the search)."""
+    _capacity: Mapping[str, Any] | None = None
+    _tolerations: list[Mapping[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        cap = self.spec.get("capacity")
+        self._capacity = cap if isinstance(cap, Mapping) else None
+        self._tolerations = list(self.spec.get("tolerations") or [])
 
     @property
     def request_name(self) -> str:
@@ -203,18 +327,37 @@ class RequestData:
 
     @property
     def tolerations(self) -> list[Mapping[str, Any]]:
-        return list(self.spec.get("tolerations") or [])
+        return self._tolerations
 
     @property
     def capacity(self) -> Mapping[str, Any] | None:
-        cap = self.spec.get("capacity")
-        return cap if isinstance(cap, Mapping) else None
+        return self._capacity
 
     @property
     def class_selectors(self) -> list[Mapping[str, Any]]:
         if self.device_class is None:
             return []
         return list((self.device_class.get("spec") or {}).get("selectors") or [])
+
+
+class _PoolDevices:
+    """Every device record of a pool, node-targeting ones first: what counters read.
+
+    A separate object (not a bound method of the allocator) so that an allocator and its
+    counter state form no reference cycle and are freed as soon as a node is done.
+    """
+
+    __slots__ = ("ctx", "entries_by_pool")
+
+    def __init__(self, ctx: AllocationContext, entries_by_pool: dict[int, list[DeviceEntry]]):
+        self.ctx = ctx
+        self.entries_by_pool = entries_by_pool
+
+    def __call__(self, pool: Pool) -> Iterable[DeviceEntry]:
+        own = self.entries_by_pool.get(id(pool), ())
+        if not pool.other_slices:
+            return own
+        return itertools.chain(own, self.ctx.pool_entries(pool, others=True))
 
 
 @dataclass(slots=True)
@@ -245,27 +388,24 @@ class Allocator:
         self.request_data: dict[tuple[int, int, int], RequestData] = {}
         self.selected_sub: dict[tuple[int, int], int] = {}
         self.constraints: list[list[Constraint]] = []
-        self.match_cache: dict[tuple[int, int, int, DeviceRef], bool] = {}
         self.allocating: dict[DeviceRef, set[int]] = {}
         self.allocating_capacity: dict[DeviceRef, dict[str, int]] = {}
         self.results: list[list[_Picked]] = [[] for _ in self.claims]
+        self._pool_devices = _PoolDevices(context, self.entries_by_pool)
         self.counters = CounterState(context.allocated.is_allocated, self._pool_devices)
         self.steps = 0
         self.validated = False
         self.leak_counters = context.leak_counters
         self.leaked = False
         """Whether the search hit the pre-1.37 counter leak at least once."""
-        self._other_entries: dict[int, list[DeviceEntry]] = {}
+        features = self.features
+        self._consumable = features.consumable_capacity
+        self._partitionable = features.partitionable_devices
+        self._taints = features.device_taints
+        self.invalid_in_flat = False
+        """A ≤1.34 invalid pool sits in :attr:`flat` (meeting it in the search is an error)."""
 
     # -- setup ------------------------------------------------------------------------
-
-    def _pool_devices(self, pool: Pool) -> Iterable[DeviceEntry]:
-        yield from self.entries_by_pool.get(id(pool), ())
-        others = self._other_entries.get(id(pool))
-        if others is None:
-            others = device_entries(pool, slices=pool.other_slices)
-            self._other_entries[id(pool)] = others
-        yield from others
 
     def gather(self) -> list[Pool]:
         """Gather the node's pools and flatten their devices in visiting order."""
@@ -278,10 +418,11 @@ class Allocator:
             if pool.invalid:
                 if self.features.legacy_pools:
                     self.flat.append(pool)
+                    self.invalid_in_flat = True
                 continue
             if pool.incomplete and not self.features.legacy_pools:
                 continue
-            entries = device_entries(pool, taint_rules=self.ctx.taint_rules)
+            entries = self.ctx.pool_entries(pool)
             self.entries_by_pool[id(pool)] = entries
             self.flat.extend(entries)
         return self.pools
@@ -429,6 +570,11 @@ class Allocator:
             count=int(count) if count is not None else 1,
             admin_access=bool(admin),
         )
+        engine = self.ctx.selectors
+        data.class_prepared = engine.prepare(data.class_selectors)
+        data.request_prepared = engine.prepare(data.selectors)
+        data.class_owner = f"class {class_name}"
+        data.claim_owner = f"claim {label}"
         if mode == "ExactCount":
             data.num_devices = data.count
         elif mode == "All":
@@ -468,17 +614,19 @@ class Allocator:
         """Class selectors, request selectors, per-device node selection (cached)."""
         if entry.binding_conditions and not self.features.binding_conditions:
             return False
-        key = (data.claim_index, data.request_index, data.sub_index, entry.ref)
-        cached = self.match_cache.get(key)
+        cache = data.selectable
+        key = id(entry)
+        cached = cache.get(key)
         if cached is not None:
             return cached
+        engine = self.ctx.selectors
         ok = True
-        if data.device_class is not None and not self.ctx.selectors.matches(
-            data.class_selectors, entry, owner=f"class {data.class_name}"
+        if data.device_class is not None and not engine.matches_prepared(
+            self._class_selectors(data), entry, owner=data.class_owner
         ):
             ok = False
-        if ok and not self.ctx.selectors.matches(
-            data.selectors, entry, owner=f"claim {claim_label(self.claims[data.claim_index])}"
+        if ok and not engine.matches_prepared(
+            self._request_selectors(data), entry, owner=data.claim_owner
         ):
             ok = False
         if ok and entry.per_device_node:
@@ -492,8 +640,22 @@ class Allocator:
                 )
             except NodeSelectionError as exc:
                 raise AllocatorError(str(exc), kind="node-selection") from None
-        self.match_cache[key] = ok
+        cache[key] = ok
         return ok
+
+    def _class_selectors(self, data: RequestData) -> PreparedSelectors:
+        prepared = data.class_prepared
+        if prepared is None:
+            prepared = data.class_prepared = self.ctx.selectors.prepare(data.class_selectors)
+            data.class_owner = f"class {data.class_name}"
+        return prepared
+
+    def _request_selectors(self, data: RequestData) -> PreparedSelectors:
+        prepared = data.request_prepared
+        if prepared is None:
+            prepared = data.request_prepared = self.ctx.selectors.prepare(data.selectors)
+            data.claim_owner = f"claim {claim_label(self.claims[data.claim_index])}"
+        return prepared
 
     def _capacity_ok(self, data: RequestData, entry: DeviceEntry) -> bool:
         if (
@@ -523,26 +685,26 @@ class Allocator:
         self, data: RequestData, entry: DeviceEntry, must: bool
     ) -> Callable[[], None] | None:
         """``allocateDevice``: take the device if it is usable; returns the undo, or None."""
-        features = self.features
         ci = data.claim_index
-        allow_multiple = features.consumable_capacity and entry.allow_multiple
-        if not allow_multiple and data.admin_access and ci in self.allocating.get(entry.ref, ()):
+        ref = entry.ref
+        consumable = self._consumable
+        allow_multiple = consumable and entry.allow_multiple
+        if not allow_multiple and data.admin_access and ci in self.allocating.get(ref, ()):
             return None
-        if not data.admin_access and self.device_in_use(entry.ref):
+        if not data.admin_access and (
+            ref in self.ctx.allocated.devices or self.allocating.get(ref)
+        ):
             return None
-        if not features.partitionable_devices and entry.has_counters:
+        has_counters = entry.has_counters
+        if has_counters and not self._partitionable:
             return None
-        skip_counters = allow_multiple and self._capacity_in_use(entry.ref)
-        if not skip_counters and entry.has_counters and not self.counters.check_and_consume(entry):
+        skip_counters = allow_multiple and self._capacity_in_use(ref)
+        if not skip_counters and has_counters and not self.counters.check_and_consume(entry):
             return None
         base = data.parent or data.name
         sub = data.name if data.parent else ""
-        counted = not skip_counters and entry.has_counters
-        if (
-            features.device_taints
-            and entry.taints
-            and blocking_taints(entry.taints, data.tolerations)
-        ):
+        counted = not skip_counters and has_counters
+        if self._taints and entry.taints and blocking_taints(entry.taints, data.tolerations):
             if counted:
                 if self.leak_counters:
                     self.leaked = True
@@ -572,7 +734,7 @@ class Allocator:
         if not allow_multiple:
             holders.add(ci)
         picked = _Picked(entry=entry, request=data)
-        if features.consumable_capacity:
+        if consumable:
             if not self._capacity_ok(data, entry):
                 return None
             if allow_multiple:
@@ -600,7 +762,7 @@ class Allocator:
                         agg[name] = agg.get(name, 0) - nanos
                     if not any(agg.values()):
                         self.allocating_capacity.pop(entry.ref, None)
-            elif features.partitionable_devices and entry.has_counters:
+            elif self._partitionable and has_counters:
                 self.counters.release(entry)
             del self.results[ci][position:]
 
@@ -659,11 +821,12 @@ class Allocator:
                 undo()
             return done
 
-        features = self.features
         allocated = self.ctx.allocated.devices
         allocating = self.allocating
         flat = self.flat
-        capacity_check = features.consumable_capacity
+        capacity_check = self._consumable
+        admin = data.admin_access
+        selectable = data.selectable
         for position in range(start, len(flat)):
             item = flat[position]
             if isinstance(item, Pool):
@@ -673,12 +836,13 @@ class Allocator:
                 )
             entry = item
             ref = entry.ref
-            if data.admin_access:
+            if admin:
                 if ci in allocating.get(ref, ()):
                     continue
             elif ref in allocated or allocating.get(ref):
                 continue
-            if not self.is_selectable(data, entry):
+            known = selectable.get(id(entry))
+            if not (self.is_selectable(data, entry) if known is None else known):
                 continue
             if capacity_check and not self._capacity_ok(data, entry):
                 continue
