@@ -6,6 +6,8 @@ google-re2 is imported only when a regular expression is compiled.
 
     sel = compile_selector("device.attributes['gpu.nvidia.com'].type == 'mig'")
     sel.matches(cel_device("gpu.nvidia.com", slice_device))
+    sel.sweep(devices)    # batch: one result per device (True, False or the CelRuntimeError)
+    sel.select(devices)   # batch: (matched indexes, [(index, CelRuntimeError), ...])
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ from .quantity import Quantity
 from .semver import Semver
 from .typesys import BOOL, DEVICE, T
 
-__all__ = ["generate", "COST_LIMIT", "GeneratedCode", "FUNCTION", "SWEEP", "SELECT"]
+__all__ = ["generate", "COST_LIMIT", "GeneratedCode", "FUNCTION", "SWEEP", "SELECT", "detach"]
 
 # What generate() emits: one function of a device, or a loop over a sequence of devices
 # with the expression inlined in its body (the batch API), returning one result per device
@@ -81,6 +81,17 @@ _DEVICE_FIELDS = {
 
 def _raise(exc: BaseException) -> Any:
     raise exc
+
+
+def detach(exc: CelRuntimeError) -> CelRuntimeError:
+    """``exc`` without its traceback and context, to be kept as a value.
+
+    A traceback holds the frames it passed through (a sweep's frame holds every device), so
+    an error returned in a batch result or cached by memoization must not keep one.
+    """
+    exc.__traceback__ = None
+    exc.__context__ = None
+    return exc
 
 
 def _cost_size(v: Any) -> int:
@@ -128,6 +139,7 @@ BASE_NAMESPACE: dict[str, Any] = {
     "_Quantity": Quantity,
     "_Semver": Semver,
     "_raise": _raise,
+    "_detach": detach,
     "_cost_size": _cost_size,
     "_cost_str": _cost_str,
     "_cost_str2": _cost_str2,
@@ -1009,7 +1021,7 @@ def generate(
     if gen.metered:
         prologue.append(f"{indent}_cost = {_static_cost(root)}")
     # Bind the helpers the code uses as parameter defaults: locals are cheaper than globals.
-    text = "\n".join(prologue + body) + " _RtErr _to_bool _CostExceeded"
+    text = "\n".join(prologue + body) + " _RtErr _to_bool _CostExceeded" + (" _detach" if batch else "")
     used = sorted(n for n in set(_NAME_RE.findall(text)) if n in namespace)
     params = "".join(f", {n}={n}" for n in used)
     if not batch:
@@ -1025,7 +1037,7 @@ def generate(
             *prologue,
             *body,
             "        except _RtErr as _x:",
-            "            _ap(_x)",
+            "            _ap(_detach(_x))",
             "    return _out",
         ]
     else:
@@ -1040,7 +1052,7 @@ def generate(
             *prologue,
             *body,
             "        except _RtErr as _x:",
-            "            _errors.append((_i, _x))",
+            "            _errors.append((_i, _detach(_x)))",
             "    return _out, _errors",
         ]
     return GeneratedCode("\n".join(lines) + "\n", namespace, gen.metered)

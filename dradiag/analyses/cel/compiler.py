@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checker import CheckOptions, CheckResult, check
-from .codegen import SELECT, SWEEP, generate
+from .codegen import SELECT, SWEEP, detach, generate
 from .environment import CelDevice, value_key
 from .errors import CelCompileError, CelError, CelRuntimeError
 from .parser import (
@@ -193,7 +193,7 @@ class CompiledSelector:
                 try:
                     r = fn(device)
                 except CelRuntimeError as exc:
-                    r = exc
+                    r = detach(exc)
                 results[c] = r
             append(r)
         return out
@@ -250,7 +250,7 @@ class CompiledSelector:
                 try:
                     hit = _fn(device)
                 except _RtErr as exc:
-                    hit = exc
+                    hit = detach(exc)
                 _cache[c] = hit
             if hit is True or hit is False:
                 return hit  # type: ignore[no-any-return]

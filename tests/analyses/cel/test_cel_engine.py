@@ -369,6 +369,10 @@ def test_sweep_keeps_runtime_errors() -> None:
     assert all(isinstance(r, CelRuntimeError) for r in results)
     assert results[0].message == "no such key: nope"
     assert results[7].message.startswith("attribute driverVersion: parse semantic version")
+    # Kept as values: no traceback (a sweep's frame would keep every device alive).
+    assert all(r.__traceback__ is None and r.__context__ is None for r in results)
+    memo_results = compile_selector("device.attributes['gpu.nvidia.com'].nope == 2").sweep(devices, memoize=True)
+    assert all(r.__traceback__ is None for r in memo_results)
     expensive = compile_selector(
         "[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, "
         "[1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, [1,2,3,4,5,6,7,8,9,10].all(f, true))))))"
