@@ -13,7 +13,8 @@ one result per device; the headline figure and the one the ratios use), ``select
 matched indexes and errors by index) and ``matches`` called once per device. The memoized
 table uses a fleet of 4 GPU models with one driver version: ``sweep(memoize=True)`` warm
 (devices already classified, results cached: later sweeps) and cold (first sweep: each
-device classified, each distinct tuple evaluated once), and the per-device ``memoized()``.
+device classified, each distinct tuple evaluated once), and the per-device ``memoized()``
+(on devices already classified, with its own result cache).
 
 cel-expr-python without protobuf (not installed here) cannot hold custom types, so
 quantities and versions reach it as tagged strings ("Q:<nanos>", "S:<version>") handled by
@@ -347,6 +348,7 @@ def main() -> None:
             f"{key:4} {m['plain']:>12,.0f} {m['warm']:>11,.0f} {m['cold']:>11,.0f} {m['call']:>11,.0f}"
             f" {m['warm'] / cx[key]['rate']:>16.1f}x {m['warm'] / cp[key]['rate']:>18,.0f}x  {int(m['distinct'])}"
         )
+    print("memoized(): the per-device function, on devices the sweeps above already classified")
 
 
 if __name__ == "__main__":

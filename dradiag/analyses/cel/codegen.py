@@ -365,7 +365,7 @@ class _Gen:
             return f"device.{_DEVICE_FIELDS[node.field]}"
         operand_type = self.type_of(node.operand)
         if not node.optional and operand_type.kind == "map":
-            # device.attributes['d'].x: one lookup in device.values, same result and error.
+            # device.attributes['d'].x: one position lookup and device.vals[i]; same result and error.
             key = self.value_key(node.operand, node.field, scope)
             if key is not None:
                 return self.flat_has(key) if node.test_only else self.flat_lookup(key, node.field)
