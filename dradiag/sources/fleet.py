@@ -18,8 +18,11 @@ input is therefore reported with the same message, line and column either way.
 from __future__ import annotations
 
 import gc
+import itertools
 import json
+import operator
 import re
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -47,6 +50,7 @@ CHUNK_CHARS = 64 * 1024
 
 MAX_PROBE_CHARS = 16 * CHUNK_CHARS
 """How far past the aim a slice's end is looked for before decoding one item at a time."""
+
 
 _MISSING = object()
 _SCALARS_MAX = 1 << 16
@@ -316,10 +320,11 @@ class _Interner:
             self.complete = False
         capacity = device.get("capacity")
         if capacity.__class__ is dict:
+            known = len(self.shared)
             shared_map = self._shared_json(capacity)
             if shared_map is None:
                 self.loose_maps.append(capacity)
-            elif shared_map is capacity:
+            elif len(self.shared) > known:  # a new one
                 self.capacity_names.update(capacity)  # type: ignore[arg-type]
                 self.capacity_maps.append(capacity)
             else:
@@ -366,10 +371,12 @@ class _Interner:
             complete=self.complete,
         )
 
-    def slice_devices(self, devices: list[Any], driver: str) -> SliceDevices | None:
-        """Intern ``devices`` and note what the inventory reads of them (None: unusual).
+    def note_slice(self, devices: list[Any], driver: str) -> SliceDevices | None:
+        """Share one slice's values and note what the inventory reads of its devices.
 
-        Column at a time (``map`` in C) while the slice is still in the cache.
+        Column by column (``map`` in C) while the slice is still in the cache; device
+        by device (:meth:`device`) where it holds anything unusual. None when the slice
+        cannot be noted (the inventory then reads it itself).
         """
         if set(map(type, devices)) != {dict}:
             self.complete = False
@@ -377,22 +384,28 @@ class _Interner:
                 if device.__class__ is dict:
                     self.device(device)
             return None
-        for device in devices:
-            self.device(device)
-        n = len(devices)
         attributes: list[Any] = list(map(dict.get, devices, repeat("attributes")))
+        capacities: list[Any] = list(map(dict.get, devices, repeat("capacity")))
+        counters: list[Any] = list(map(dict.get, devices, repeat("consumesCounters")))
+        if not (
+            self._share_values(attributes)
+            and self._share_whole(devices, "capacity", capacities, dict)
+            and self._share_whole(devices, "consumesCounters", counters, list)
+        ):
+            for device in devices:
+                self.device(device)
+            attributes = list(map(dict.get, devices, repeat("attributes")))
+        capacities = list(map(dict.get, devices, repeat("capacity")))
+        n = len(devices)
         if attributes.count(None):
             attributes = [a if a is not None else {} for a in attributes]
-        if set(map(type, attributes)) != {dict}:
+        if capacities.count(None):
+            capacities = [c if c is not None else {} for c in capacities]
+        if set(map(type, attributes)) != {dict} or set(map(type, capacities)) != {dict}:
             return None
         names: list[Any] = list(map(dict.get, devices, repeat("name")))
         if set(map(type, names)) != {str}:
             names = [str(name or "") for name in names]
-        capacities: list[Any] = list(map(dict.get, devices, repeat("capacity")))
-        if capacities.count(None):
-            capacities = [c if c is not None else {} for c in capacities]
-        if set(map(type, capacities)) != {dict}:
-            return None
         nodes = list(map(dict.get, devices, repeat("nodeName")))
         node_names: list[str | None] | None = None
         if nodes.count(None) != n:
@@ -403,17 +416,55 @@ class _Interner:
             node_names=node_names,
             types=[
                 value if value.__class__ is str else str(value or "")
-                for value in self._scalars(attributes, "type", f"{driver}/type")
+                for value in self._scalars(attributes, f"{driver}/type", "type")
             ],
             profiles=[
                 str(value) if value is not None else None
-                for value in self._scalars(attributes, "profile", f"{driver}/profile")
+                for value in self._scalars(attributes, f"{driver}/profile", "profile")
             ],
             attributes=attributes,
             capacities=capacities,
         )
 
-    def _scalars(self, attributes: list[dict[str, Any]], name: str, qualified: str) -> list[Any]:
+    def _share_values(self, attributes: list[Any]) -> bool:
+        """:meth:`device`'s attribute sharing for a whole slice; False: not done (unusual)."""
+        dumps = self.dumps
+        if dumps is None or self.exact or set(map(type, attributes)) != {dict}:
+            return False
+        keys = list(itertools.chain.from_iterable(attributes))
+        leaves = list(itertools.chain.from_iterable(map(dict.values, attributes)))
+        try:
+            texts = list(map(dumps, leaves))
+        except TypeError:
+            return False
+        self.names.update(keys)
+        shared = map(self.values.setdefault, texts, leaves)
+        owners = itertools.chain.from_iterable(map(repeat, attributes, map(len, attributes)))
+        deque(map(dict.__setitem__, owners, keys, shared), maxlen=0)
+        return True
+
+    def _share_whole(self, devices: list[Any], holder: str, values: list[Any], kind: type) -> bool:
+        """:meth:`device`'s sharing of whole maps (lists) for a slice; False: not done."""
+        if values.count(None) == len(values):
+            return True
+        dumps = self.dumps
+        if dumps is None or set(map(type, values)) != {kind} or not all(values):
+            return False
+        try:
+            texts = list(map(dumps, values))
+        except TypeError:
+            return False
+        if any(map(bytes.__contains__, texts, repeat(b"null"))):
+            return False
+        shared = list(map(self.shared.setdefault, texts, values))
+        if kind is dict:
+            for new in itertools.compress(values, map(operator.is_, values, shared)):
+                self.capacity_names.update(new)
+                self.capacity_maps.append(new)
+        deque(map(dict.__setitem__, devices, repeat(holder), shared), maxlen=0)
+        return True
+
+    def _scalars(self, attributes: list[dict[str, Any]], qualified: str, name: str) -> list[Any]:
         """The scalar of attribute ``name`` (else ``qualified``) of each device."""
         leaves = list(map(dict.get, attributes, repeat(name)))
         if None in leaves:
@@ -475,8 +526,9 @@ def stream_slice_snapshot(path: str) -> Snapshot:
             if kind is Kind.RESOURCE_SLICE:
                 spec = obj.get("spec") or {}
                 devices = spec.get("devices")
-                if devices.__class__ is list:
-                    noted = interner.slice_devices(devices, str(spec.get("driver") or ""))
+                if devices.__class__ is list and devices:
+                    # Now, while the slice is in the cache: batching slices measured slower.
+                    noted = interner.note_slice(devices, str(spec.get("driver") or ""))
                     if noted is not None:
                         slices[id(devices)] = noted
             objects[kind].append(obj)
