@@ -68,20 +68,43 @@ def _orjson_loads() -> Callable[[str], Any] | None:
     return loads
 
 
-def _slice_end(text: str, start: int) -> tuple[int, int] | None:
+def _item_start(text: str, start: int) -> re.Pattern[str] | None:
+    """A pattern for the boundary before an item that begins like the one at ``start``.
+
+    Items of a list usually begin alike, up to their first nested value (``{"apiVersion":
+    "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": ``); a ``},`` followed
+    by that text is almost always the end of an item, found without counting braces
+    (orjson still decides). None when the first item's opening is too short to tell.
+    """
+    head = text[start : start + 256]
+    nested = min((i for i in (head.find("{", 1), head.find("[", 1)) if i > 0), default=-1)
+    if nested < 24:
+        return None
+    return re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*" + re.escape(head[:nested]))
+
+
+def _slice_end(
+    text: str, start: int, item_start: re.Pattern[str] | None = None
+) -> tuple[int, int] | None:
     """(end, next): ``text[start:end]`` may be whole items, the next item starts at ``next``.
 
-    ``start`` is where an item begins. The end is just after a ``}`` that is followed by
-    ``,`` and ``{`` and where the braces counted from ``start`` balance; None when there
+    ``start`` is where an item begins. With ``item_start``, the end is the first
+    boundary it finds past the aim. Otherwise it is just after a ``}`` that is followed by
+    ``,`` and ``{`` and where the braces counted from ``start`` balance. None when there
     is none within reach (the array ends first, or strings hold unbalanced braces).
     """
+    target = start + CHUNK_CHARS
+    limit = target + MAX_PROBE_CHARS
+    if item_start is not None:
+        found = item_start.search(text, target, limit)
+        if found is None:
+            return None
+        return found.start() + 1, text.find("{", found.start() + 1)
     search = _SPLIT.search
     count = text.count
-    target = start + CHUNK_CHARS
     found = search(text, target)
     if found is None:
         return None
-    limit = target + MAX_PROBE_CHARS
     pos = found.start() + 1
     depth = count("{", start, pos) - count("}", start, pos)
     while depth:
@@ -140,21 +163,25 @@ def iter_json_items(
         """The array's values; ``end[0]`` is the index after its ``]`` once exhausted."""
         index = skip(index + 1)
         fast_from = index if loads is not None else len(text)
+        item_start = _item_start(text, index) if loads is not None else None
         while not text.startswith("]", index):
             if index >= fast_from and loads is not None:
-                cut = _slice_end(text, index)
-                if cut is not None:
+                values = None
+                for pattern in (item_start, None) if item_start is not None else (None,):
+                    cut = _slice_end(text, index, pattern)
+                    if cut is None:
+                        continue
                     stop, resume = cut
                     try:
                         values = loads("[" + text[index:stop] + "]")
-                    except ValueError:  # orjson.JSONDecodeError: let the stdlib say why
-                        fast_from = stop
-                    else:
-                        yield from values
-                        index = resume
+                    except ValueError:  # orjson.JSONDecodeError: counting, or the stdlib
                         continue
-                else:
-                    fast_from = index + CHUNK_CHARS + MAX_PROBE_CHARS
+                    break
+                if values is not None:
+                    yield from values
+                    index = resume
+                    continue
+                fast_from = index + CHUNK_CHARS + MAX_PROBE_CHARS
             value, index = decode(index)
             yield value
             index = skip(index)

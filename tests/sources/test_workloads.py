@@ -220,7 +220,7 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     from dradiag.sources import fleet
 
     monkeypatch.setattr(fleet, "CHUNK_CHARS", 300)
-    monkeypatch.setattr(fleet, "MAX_PROBE_CHARS", 2000)
+    monkeypatch.setattr(fleet, "MAX_PROBE_CHARS", 20_000)
 
 
 def _stdlib_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -231,14 +231,27 @@ def _stdlib_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("indent", [None, 4])
 @pytest.mark.parametrize("layout", ["kind-first", "items-first", "array"])
+@pytest.mark.parametrize("typed", [False, True])
 def test_slices_of_the_array_decode_as_item_by_item(
-    indent: int | None, layout: str, small_chunks: None, monkeypatch: pytest.MonkeyPatch
+    indent: int | None,
+    layout: str,
+    typed: bool,
+    small_chunks: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import json
 
     from dradiag.sources import fleet
 
     items = [_slice_item(n, TRICKY_NOTES[n % len(TRICKY_NOTES)]) for n in range(60)]
+    if typed:
+        # Items that begin alike (the boundary is then found by their opening), some
+        # holding a nested list of objects that begin the same way (decoys).
+        head = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice"}
+        items = [{**head, **item} for item in items]
+        for n in range(0, 60, 7):
+            decoy = {**head, "metadata": {"name": "decoy"}}
+            items[n]["spec"]["decoys"] = [{"a": 1}, decoy, decoy]  # type: ignore[index]
     doc: object
     if layout == "kind-first":
         doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList", "items": items}
