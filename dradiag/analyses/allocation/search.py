@@ -22,7 +22,7 @@ import itertools
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from dradiag.analyses.allocation.candidates import (
     AllocatorError,
@@ -429,6 +429,8 @@ class Allocator:
 
     def node_entries(self) -> list[DeviceEntry]:
         """Every device the search may visit on this node, in order."""
+        if not self.invalid_in_flat:
+            return cast("list[DeviceEntry]", list(self.flat))  # only records then
         return [e for e in self.flat if isinstance(e, DeviceEntry)]
 
     def validate(self) -> None:
