@@ -223,6 +223,8 @@ class _DeviceView(Sequence[CandidateDevice]):
 
 _NO_ENTRIES: dict[str, Any] = {}
 _MISSING = object()
+_CONVERSION_ERROR = object()
+"""Marks the grouping signature of a device whose values do not all convert."""
 _ABSENT = -1
 """The token of a key a device does not publish."""
 
@@ -692,7 +694,8 @@ class DeviceInventory:
             return min(fitting, key=lambda p: p.count)
         errors = self.conversion_errors()
         n = len(self._raw)
-        columns: list[Iterable[Any]] = []
+        columns: list[list[Any]] = []
+        signatures: list[Any]
         if spec.whole:
             signatures = self._whole_signatures()
         else:
@@ -701,9 +704,16 @@ class DeviceInventory:
             if spec.allow_multiple:
                 columns.append([bool(raw.get("allowMultipleAllocations")) for raw in self._raw])
             columns.extend(self._token_columns(sorted(spec.keys)))
-            signatures = list(zip(itertools.repeat(1), *columns))
+            # A column the same on every device tells no device apart.
+            columns = [c for c in columns if c and c.count(c[0]) != n]
+            if len(columns) == 1:
+                signatures = list(columns[0])
+            elif columns:
+                signatures = list(zip(*columns, strict=True))
+            else:
+                signatures = [()] * n
         for i, error in errors.items():
-            signatures[i] = (0, error)
+            signatures[i] = (_CONVERSION_ERROR, error)
         first: dict[Any, int] = {}
         groups = list(map(first.setdefault, signatures, range(n)))
         projection = _Projection(spec, groups, len(first))
@@ -1863,6 +1873,9 @@ def _constraint_counts(
     where: dict[int, tuple[str, Any]] = {}
     lacking = 0
     width = len(alternatives)
+    everyone = set(itertools.chain.from_iterable(alt.matched_indices for alt in alternatives))
+    disjoint = len(everyone) == sum(len(alt.matched_indices) for alt in alternatives)
+    pairs: Counter[tuple[str, Any]] = Counter()
     for a_index, alt in enumerate(alternatives):
         matched = alt.matched_indices
         if not matched:
@@ -1875,9 +1888,12 @@ def _constraint_counts(
         leaves = list(map(dict.get, attrs, itertools.repeat(attribute)))
         if leaves.count(None):
             own = list(map(drivers.__getitem__, matched))
-            for i, leaf in enumerate(leaves):
-                if leaf is None and own[i] == domain:
-                    leaves[i] = attrs[i].get(ident)
+            if leaves.count(None) == len(leaves) and own.count(domain) == len(own):
+                leaves = list(map(dict.get, attrs, itertools.repeat(ident)))
+            else:
+                for i, leaf in enumerate(leaves):
+                    if leaf is None and own[i] == domain:
+                        leaves[i] = attrs[i].get(ident)
         distinct = dict(zip(map(id, leaves), leaves, strict=True))
         value_of = {key: _member_value(leaf) for key, leaf in distinct.items()}
         if any(isinstance(value, tuple) for value in value_of.values()):
@@ -1885,13 +1901,17 @@ def _constraint_counts(
         values = list(map(value_of.__getitem__, map(id, leaves)))
         for node, count in Counter(nodes).items():
             totals.setdefault(node, [0] * width)[a_index] += count
-        for (node, value), count in Counter(zip(nodes, values, strict=True)).items():
+        counted = Counter(zip(nodes, values, strict=True))
+        for (node, value), count in counted.items():
             if value is None:
                 lacking += count
                 continue
             per.setdefault(node, {}).setdefault(value, [0] * width)[a_index] += count
-        where.update(zip(matched, zip(nodes, values, strict=True), strict=True))
-    unions = Counter(where.values())
+        if disjoint:
+            pairs.update(counted)
+        else:
+            where.update(zip(matched, zip(nodes, values, strict=True), strict=True))
+    unions = pairs if disjoint else Counter(where.values())
     return per, dict(unions), totals, lacking
 
 
