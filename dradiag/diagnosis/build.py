@@ -47,6 +47,7 @@ from dradiag.analyses.timeline import (
     parse_time,
     reference_now,
 )
+from dradiag.diagnosis import placement
 from dradiag.diagnosis.model import (
     PHASE_ORDER,
     Diagnosis,
@@ -104,9 +105,12 @@ ALLOC_NO_CONSUMER = "DRA-ALLOC-NO-CONSUMER"
 ALLOC_PENDING_SILENT = "DRA-ALLOC-PENDING-SILENT"
 ALLOC_CLAIM_NOT_CREATED = "DRA-ALLOC-CLAIM-NOT-FOUND"
 ALLOC_BOUND_UNALLOCATED = "DRA-ALLOC-BOUND-UNALLOCATED"
+ALLOC_NODE_AFFINITY = "DRA-ALLOC-NODE-AFFINITY"
 PREP_FAILED = "DRA-PREP-FAILED"
 PREP_STUCK = "DRA-PREP-STALLED"
 INJ_CREATE_FAILED = "DRA-INJ-CREATE-CONTAINER-ERROR"
+INJ_CDI_NOT_APPLIED = "DRA-INJ-CDI-NOT-APPLIED"
+INJ_CDI_SPEC_MISSING = "DRA-INJ-CDI-SPEC-MISSING"
 WORK_CONTAINER_CRASHING = "DRA-WORK-CONTAINER-CRASHLOOP"
 UNPREP_STALE_RESERVATION = "DRA-UNPREP-RESERVED-FOR-GONE-POD"
 UNPREP_POD_STUCK_TERMINATING = "DRA-UNPREP-POD-STUCK-TERMINATING"
@@ -127,9 +131,12 @@ CODE_RULE_IDS: tuple[str, ...] = (
     ALLOC_PENDING_SILENT,
     ALLOC_CLAIM_NOT_CREATED,
     ALLOC_BOUND_UNALLOCATED,
+    ALLOC_NODE_AFFINITY,
     PREP_FAILED,
     PREP_STUCK,
     INJ_CREATE_FAILED,
+    INJ_CDI_NOT_APPLIED,
+    INJ_CDI_SPEC_MISSING,
     WORK_CONTAINER_CRASHING,
     UNPREP_STALE_RESERVATION,
     UNPREP_POD_STUCK_TERMINATING,
@@ -995,7 +1002,8 @@ def decompose_fit_error(message: str) -> list[tuple[int, str]]:
     return out
 
 
-def _allocation_simulation(walk: _Walk) -> list[Finding] | None:
+def _allocation_simulation(walk: _Walk) -> tuple[list[Finding], list[str]] | None:
+    """The simulator's findings for the claim, and the nodes where it fits now."""
     try:
         allocation = importlib.import_module("dradiag.analyses.allocation")
     except ImportError:
@@ -1008,7 +1016,76 @@ def _allocation_simulation(walk: _Walk) -> list[Finding] | None:
     except TypeError:
         return None
     findings = getattr(explanation, "findings", None)
-    return list(findings()) if callable(findings) else None
+    if not callable(findings):
+        return None
+    return list(findings()), list(getattr(explanation, "fitting_nodes", None) or [])
+
+
+_AFFINITY_MISMATCH = "didn't match Pod's node affinity/selector"
+
+
+def _node_affinity_findings(
+    walk: _Walk, pods: Sequence[K8sObject], fits: Sequence[str]
+) -> list[Finding]:
+    """Pods whose node selector or required affinity excludes every node where the claim fits.
+
+    The scheduler filters nodes by the pod's placement before the allocator looks at them
+    (k8s-dra-semantics §5.1), so devices free only on excluded nodes do not count. Decided
+    only when every fitting node's Node object is readable (its labels prove exclusion).
+    """
+    if not fits or not walk.collected(Kind.NODE):
+        return []
+    nodes = {n: walk.snapshot.node(n) for n in fits}
+    if any(obj is None for obj in nodes.values()):
+        return []
+    out = []
+    for pod in pods:
+        if not placement.has_node_selection(pod):
+            continue
+        why = {n: placement.placement_mismatch(pod, obj) for n, obj in nodes.items() if obj}
+        if not all(why.values()):
+            continue
+        shown = sorted(why)[:5]
+        evidence = [
+            Evidence(
+                source=EvidenceSource.OBJECT,
+                ref=f"Pod {_pod_key(pod)} .spec.nodeSelector/.spec.affinity",
+                excerpt=placement.describe_selection(pod),
+            ),
+            *(
+                Evidence(
+                    source=EvidenceSource.OBJECT,
+                    ref=f"Node {n} .metadata.labels",
+                    excerpt=f"excluded: {why[n]}",
+                )
+                for n in shown
+            ),
+        ]
+        events = [e for e in walk.pod_events(pod) if e.get("reason") == "FailedScheduling"]
+        if events and _AFFINITY_MISMATCH in str(events[-1].get("message") or ""):
+            evidence.append(event_evidence(events[-1]))
+        where = ", ".join(shown) + (f" (+{len(fits) - len(shown)} more)" if len(fits) > 5 else "")
+        out.append(
+            Finding(
+                rule=ALLOC_NODE_AFFINITY,
+                phase=Phase.ALLOCATION,
+                severity=Severity.ERROR,
+                title="the nodes that have matching devices are excluded by the pod's placement",
+                detail=f"The allocator finds devices for ResourceClaim {walk.claim_key} only on "
+                f"{where}, but pod {_pod_key(pod)} may not run there: "
+                + "; ".join(f"{n}: {why[n]}" for n in shown)
+                + ". The scheduler filters those nodes out before it allocates devices, so the "
+                "claim stays unallocated however many devices are free.",
+                evidence=tuple(evidence),
+                next=(
+                    f"kubectl get pod -n {namespace_of(pod)} {name_of(pod)} "
+                    "-o jsonpath='{.spec.nodeSelector} {.spec.affinity.nodeAffinity}'",
+                    f"kubectl get node {shown[0]} --show-labels",
+                ),
+                identifiers=(("pod", _pod_key(pod)), *(("node", n) for n in shown)),
+            )
+        )
+    return out
 
 
 def phase_allocation(walk: _Walk, selection: PhaseResult | None = None) -> PhaseResult:
@@ -1127,10 +1204,18 @@ def phase_allocation(walk: _Walk, selection: PhaseResult | None = None) -> Phase
             )
         )
     # The simulator explains an allocation failure; when selection already broke (nothing
-    # matches), the verdict is decided earlier and the simulation would only repeat it.
-    selection_broken = selection is not None and selection.status is PhaseStatus.BROKEN
-    if walk.options.simulate and pending and not selection_broken:
-        findings += _allocation_simulation(walk) or []
+    # matches), the verdict is decided earlier and the simulation would only repeat it. When
+    # selection is unknown (classes or slices not collected), the simulator would read the
+    # missing objects as absent ("could not retrieve device class"): it does not run either.
+    selection_undecided = selection is not None and selection.status in (
+        PhaseStatus.BROKEN,
+        PhaseStatus.UNKNOWN,
+    )
+    if walk.options.simulate and pending and not selection_undecided:
+        simulated = _allocation_simulation(walk)
+        if simulated is not None:
+            findings += simulated[0]
+            findings += _node_affinity_findings(walk, pending, simulated[1])
     if any(f.severity is Severity.ERROR for f in findings):
         return _result(walk.rulebook, phase, findings, PhaseStatus.OK)
     if not saw_evidence and pending:
@@ -1362,6 +1447,19 @@ def _cdi_ids(walk: _Walk) -> list[str]:
 def phase_injection(walk: _Walk, prepare: PhaseResult) -> PhaseResult:
     """The runtime created the containers with the claim's CDI devices."""
     phase = Phase.INJECTION
+    if walk.allocation is not None and not walk.collected(Kind.POD):
+        return _result(
+            walk.rulebook,
+            phase,
+            [
+                walk.not_collected(
+                    phase,
+                    [Kind.POD],
+                    "Injection is read from the container states of the claim's pods",
+                )
+            ],
+            PhaseStatus.UNKNOWN,
+        )
     started = [p for p in walk.bound_pods() if _pod_started(p)]
     if (
         prepare.status is not PhaseStatus.OK
@@ -1411,8 +1509,278 @@ def phase_injection(walk: _Walk, prepare: PhaseResult) -> PhaseResult:
                     identifiers=tuple(("CDI device ID", c) for c in cdi[:4]),
                 )
             )
+    findings += _cdi_spec_missing(walk, started)
+    findings += _cdi_not_applied(walk, started)
     summary = f"CDI {', '.join(cdi[:2])}" + (" …" if len(cdi) > 2 else "") if cdi else ""
     return _result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)
+
+
+def _pod_claim_names(walk: _Walk, pod: K8sObject) -> list[str]:
+    """The pod's claim entries that name this claim (the template's for a synthesized one)."""
+    if walk.synthesized:
+        annotations = (walk.claim.get("metadata") or {}).get("annotations") or {}
+        return [str(annotations.get("resource.kubernetes.io/pod-claim-name", ""))]
+    return pod_claim_names_for(walk.snapshot, pod, walk.claim)
+
+
+def _containers_given_devices(walk: _Walk, pod: K8sObject) -> set[str]:
+    """Containers the kubelet hands this claim's CDI devices: they list the claim, and not
+    only under request names the claim does not have."""
+    names = _pod_claim_names(walk, pod)
+    if not names:
+        return set()
+    wired = wiring.analyze_pod_wiring(pod, walk.claim, names)
+    unknown = set(wired.unknown_requests)
+    return {
+        use.container
+        for use in wired.using
+        if any((use.container, r) not in unknown for r in use.requests)
+    }
+
+
+def _container_spec(pod: K8sObject, name: str) -> Mapping[str, Any]:
+    spec = pod.get("spec") or {}
+    for c in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
+        if isinstance(c, Mapping) and c.get("name") == name:
+            return c
+    return {}
+
+
+def _container_status(pod: K8sObject, name: str) -> Mapping[str, Any]:
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in _pod_status(pod).get(key) or ():
+            if isinstance(cs, Mapping) and cs.get("name") == name:
+                return cs
+    return {}
+
+
+_HIDING_ENV = {
+    "NVIDIA_VISIBLE_DEVICES": ("void", "none", ""),
+    "CUDA_VISIBLE_DEVICES": ("", "-1", "none"),
+}
+"""Container env values that hide the GPU from the workload whatever the runtime injects."""
+
+
+def _hides_gpu(container: Mapping[str, Any]) -> str:
+    for env in container.get("env") or ():
+        if not isinstance(env, Mapping) or "valueFrom" in env:
+            continue
+        hidden = _HIDING_ENV.get(str(env.get("name") or ""))
+        if hidden is not None and str(env.get("value") or "").strip().lower() in hidden:
+            return f"{env.get('name')}={env.get('value') or ''}"
+    return ""
+
+
+_NO_DEVICE_RULES = frozenset({"DRA-WORK-NO-CUDA-DEVICE", "DRA-WORK-NVIDIA-SMI-FAILED"})
+"""Workload signatures that mean no GPU reached the container at all."""
+
+
+def _cdi_not_applied(walk: _Walk, started: Sequence[K8sObject]) -> list[Finding]:
+    """A container that lists the claim, started after Prepare succeeded, and sees no GPU.
+
+    The kubelet passed the claim's CDI device IDs with the container (it lists the claim);
+    a runtime without CDI enabled (containerd before 1.7 or ``enable_cdi = false``,
+    cri-dockerd) drops them silently and starts the container anyway (peers §6 P4). A
+    container whose own env hides the GPU (``NVIDIA_VISIBLE_DEVICES=void``) is left out.
+    """
+    hits = [
+        h
+        for h in walk.hits_for(Phase.WORKLOAD)
+        if h.finding.rule in _NO_DEVICE_RULES and h.pod is not None and h.log_container
+    ]
+    out: list[Finding] = []
+    for pod in started:
+        pod_hits = [h for h in hits if h.pod is pod]
+        if not pod_hits:
+            continue
+        given = _containers_given_devices(walk, pod)
+        reported: set[str] = set()
+        for hit in pod_hits:
+            name = hit.log_container
+            if name not in given or name in reported:
+                continue
+            running = "running" in (_container_status(pod, name).get("state") or {})
+            if hit.log_previous and running:
+                continue  # an earlier instance's complaint; the current one may see the GPU
+            hiding = _hides_gpu(_container_spec(pod, name))
+            if hiding:
+                continue
+            reported.add(name)
+            node = (pod.get("spec") or {}).get("nodeName")
+            out.append(
+                Finding(
+                    rule=INJ_CDI_NOT_APPLIED,
+                    phase=Phase.INJECTION,
+                    severity=Severity.ERROR,
+                    title="the runtime started the container without applying the claim's CDI "
+                    "devices",
+                    detail=f"Container {name!r} of pod {_pod_key(pod)} lists ResourceClaim "
+                    f"{walk.claim_key} in resources.claims and the claim was prepared on node "
+                    f"{node} (the container started), yet the container sees no GPU "
+                    f"({hit.finding.title}). The kubelet passed the claim's CDI device IDs; a "
+                    "runtime without CDI enabled drops them silently and starts the container "
+                    "without the device nodes and driver libraries.",
+                    evidence=(
+                        *hit.finding.evidence[:1],
+                        Evidence(
+                            source=EvidenceSource.OBJECT,
+                            ref=f"Pod {_pod_key(pod)} .spec.containers[{name}].resources.claims",
+                            excerpt=str(
+                                list(
+                                    (_container_spec(pod, name).get("resources") or {}).get(
+                                        "claims"
+                                    )
+                                    or []
+                                )
+                            ),
+                        ),
+                    ),
+                    next=(
+                        f"grep -n -A3 enable_cdi /etc/containerd/config.toml on {node}  "
+                        "(containerd >= 1.7 with enable_cdi = true, or CRI-O)",
+                        f"kubectl exec -n {namespace_of(pod)} {name_of(pod)} -c {name} -- "
+                        "ls -l /dev/nvidia*",
+                        f"kubectl get node {node} -o jsonpath='{{.status.nodeInfo.containerRuntimeVersion}}'",
+                    ),
+                    identifiers=(
+                        ("pod", _pod_key(pod)),
+                        ("container", name),
+                        *(("CDI device ID", c) for c in _cdi_ids(walk)[:2]),
+                    ),
+                )
+            )
+    return out
+
+
+_UNRESOLVABLE_CDI = re.compile(r"unresolvable CDI devices (?P<ids>.+)$")
+_PREPARE_SKIPPED = "Skip prepare: claim already in PrepareCompleted state"
+
+
+def _unresolved_ids(message: str) -> list[str]:
+    m = _UNRESOLVABLE_CDI.search(message.strip())
+    if not m:
+        return []
+    return [i.strip() for i in m.group("ids").split(",") if i.strip()]
+
+
+def _cdi_spec_missing(walk: _Walk, started: Sequence[K8sObject]) -> list[Finding]:
+    """The runtime cannot resolve CDI devices of the claim that the same container was
+    created with before, on the same node: the spec file is gone, not CDI support.
+
+    ``/var/run/cdi`` is a tmpfs: a reboot empties it, and the plugin, whose checkpoint
+    still holds the claim as PrepareCompleted, does not write the spec again (Prepare is
+    idempotent; nvidia-driver-facts §6, §7, §12 #14). An earlier successful start of this
+    container rules out the other causes of ``unresolvable CDI devices`` (CDI disabled in
+    the runtime, another spec directory). Without the node probe the file itself cannot be
+    listed, so the evidence is the container's history, the node's restart and the plugin's
+    skipped Prepare.
+    """
+    out: list[Finding] = []
+    for pod in started:
+        given = _containers_given_devices(walk, pod)
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        for cs in _container_statuses(pod):
+            name = str(cs.get("name") or "")
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            if name not in given or waiting.get("reason") not in _INJECTION_WAITING:
+                continue
+            ids = _unresolved_ids(str(waiting.get("message") or ""))
+            mine = [i for i in ids if "/claim=" not in i or f"/claim={walk.claim_uid}-" in i]
+            before = (cs.get("lastState") or {}).get("terminated") or {}
+            if not mine or not before.get("startedAt"):
+                continue
+            ran_from = parse_time(before.get("startedAt"))
+            evidence = [
+                Evidence(
+                    source=EvidenceSource.OBJECT,
+                    ref=f"Pod {_pod_key(pod)} .status.containerStatuses[{name}]",
+                    excerpt=f"waiting {waiting.get('reason')}: {str(waiting.get('message'))[:300]}; "
+                    f"lastState.terminated: started {before.get('startedAt')}, finished "
+                    f"{before.get('finishedAt')} ({before.get('reason') or 'exit'} "
+                    f"{before.get('exitCode')})",
+                )
+            ]
+            rebooted = ""
+            node_obj = walk.snapshot.node(node) if node else None
+            ready = _node_ready_since(node_obj) if node_obj is not None else None
+            if ready is not None and ran_from is not None and ready > ran_from:
+                rebooted = (
+                    f" Node {node} became Ready again at {ready:%Y-%m-%dT%H:%M:%SZ}, after the "
+                    "container had started: a node restart empties /var/run/cdi."
+                )
+                evidence.append(
+                    Evidence(
+                        source=EvidenceSource.OBJECT,
+                        ref=f"Node {node} .status.conditions[Ready]",
+                        excerpt=f"lastTransitionTime {ready:%Y-%m-%dT%H:%M:%SZ}",
+                    )
+                )
+            skipped = _skipped_prepare_line(walk, node)
+            if skipped is not None:
+                evidence.append(skipped)
+            spec_file = (
+                f"/var/run/cdi/k8s.gpu.nvidia.com-claim_{walk.claim_uid}.yaml"
+                if any("/claim=" in i for i in mine)
+                else "the driver's spec file under /var/run/cdi"
+            )
+            out.append(
+                Finding(
+                    rule=INJ_CDI_SPEC_MISSING,
+                    phase=Phase.INJECTION,
+                    severity=Severity.ERROR,
+                    title="the node has no CDI spec for a claim the plugin considers prepared",
+                    detail=f"Container {name!r} of pod {_pod_key(pod)} was created with the claim's "
+                    f"CDI devices on node {node} before (it ran from {before.get('startedAt')}), "
+                    f"and now the runtime cannot resolve {', '.join(mine[:2])}. CDI worked for this "
+                    f"container, so the runtime's CDI support is not the cause: {spec_file} is "
+                    "gone (/var/run is a tmpfs), and the plugin does not write it again for a "
+                    "claim its checkpoint holds as PrepareCompleted." + rebooted,
+                    evidence=tuple(evidence),
+                    next=(
+                        f"ls -l /var/run/cdi/ on {node}  (k8s.gpu.nvidia.com-claim_{walk.claim_uid}.yaml)",
+                        "kubectl exec -n <driver namespace> <kubelet-plugin pod on the node> -c gpus "
+                        "-- cat /var/lib/kubelet/plugins/gpu.nvidia.com/checkpoint.json  "
+                        f"(claim UID {walk.claim_uid}: PrepareCompleted, and its boot ID)",
+                        "dradiag node  (checkpoint vs CDI specs, on the node)",
+                    ),
+                    identifiers=(
+                        ("pod", _pod_key(pod)),
+                        ("claim UID", walk.claim_uid),
+                        *(("CDI device ID", i) for i in mine[:2]),
+                    ),
+                )
+            )
+    return out
+
+
+def _node_ready_since(node: K8sObject) -> datetime | None:
+    for cond in (node.get("status") or {}).get("conditions") or ():
+        if (
+            isinstance(cond, Mapping)
+            and cond.get("type") == "Ready"
+            and cond.get("status") == "True"
+        ):
+            return parse_time(cond.get("lastTransitionTime"))
+    return None
+
+
+def _skipped_prepare_line(walk: _Walk, node: str) -> Evidence | None:
+    """The plugin's "Skip prepare: claim already in PrepareCompleted state" for this claim."""
+    if not node:
+        return None
+    health = walk.plugin(node)
+    for log in ph.plugin_logs(walk.snapshot, health):
+        if _PREPARE_SKIPPED not in log.text:
+            continue
+        for number, line in enumerate(log.text.splitlines(), 1):
+            if _PREPARE_SKIPPED in line and walk.claim_uid and walk.claim_uid in line:
+                where = f"{log.namespace or ''}/{log.pod}/{log.container}"
+                return Evidence(
+                    source=EvidenceSource.LOG,
+                    ref=f"log {where}{' (previous)' if log.previous else ''}:{number}",
+                    excerpt=line.strip()[:600],
+                )
+    return None
 
 
 # -- 6. workload -----------------------------------------------------------------------
@@ -1423,16 +1791,7 @@ def phase_workload(walk: _Walk, injection: PhaseResult) -> PhaseResult:
     phase = Phase.WORKLOAD
     findings: list[Finding] = []
     for pod in walk.pods:
-        if walk.synthesized:
-            names = [
-                str(
-                    ((walk.claim.get("metadata") or {}).get("annotations") or {}).get(
-                        "resource.kubernetes.io/pod-claim-name", ""
-                    )
-                )
-            ]
-        else:
-            names = pod_claim_names_for(walk.snapshot, pod, walk.claim)
+        names = _pod_claim_names(walk, pod)
         if not names:
             continue
         findings += wiring.wiring_findings(
