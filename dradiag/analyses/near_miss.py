@@ -28,9 +28,12 @@ devices only, never on the fleet.
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Literal
 
 from dradiag.analyses.selection import (
@@ -655,6 +658,54 @@ def _signature(device: Any) -> tuple[Any, ...]:
     )
 
 
+def _representatives(
+    inventory: DeviceInventory, alt: RequestSelection, gates: Sequence[Any]
+) -> dict[tuple[Any, ...], int]:
+    """The first device (in order) of each :func:`_signature` that is not matched and
+    passes the ``gates`` (class selectors), up to :data:`REPRESENTATIVES` signatures."""
+    matched = set(alt.matched_indices)
+    representatives: dict[tuple[Any, ...], int] = {}
+    passing = inventory.indices_passing(gates)
+    if not inventory.grouped:
+        for index in passing:
+            if index in matched:
+                continue
+            sig = _signature(inventory.device(index))
+            if sig not in representatives:
+                representatives[sig] = index
+                if len(representatives) >= REPRESENTATIVES:
+                    break
+        return representatives
+    # The same, by columns: signatures of every candidate, then their first appearances.
+    indices = [index for index in passing if index not in matched] if matched else list(passing)
+    attributes = inventory._entries("attributes")
+    owned = list(map(attributes.__getitem__, indices))
+    drivers = list(map(inventory._driver.__getitem__, indices))
+    products: list[Any] = list(map(dict.get, owned, repeat("productName")))
+    for i, product in enumerate(products):
+        if not product:
+            products[i] = owned[i].get(f"{drivers[i]}/productName") or {}
+    names: dict[int, str] = {}
+    for product in dict(zip(map(id, products), products, strict=True)).values():
+        names[id(product)] = str(product.get("string")) if isinstance(product, Mapping) else ""
+    layouts: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for layout in dict.fromkeys(map(tuple, owned)):
+        layouts[layout] = tuple(sorted(layout))
+    signatures = zip(
+        drivers,
+        map(inventory._type.__getitem__, indices),
+        map(inventory._profile.__getitem__, indices),
+        map(names.__getitem__, map(id, products)),
+        map(layouts.__getitem__, map(tuple, owned)),
+        strict=True,
+    )
+    first: dict[tuple[Any, ...], int] = {}
+    deque(map(first.setdefault, signatures, indices), 0)
+    for sig, index in itertools.islice(first.items(), REPRESENTATIVES):
+        representatives[sig] = index
+    return representatives
+
+
 def closest_devices(
     inventory: DeviceInventory,
     alt: RequestSelection,
@@ -667,7 +718,7 @@ def closest_devices(
     request's own selectors are then what the user can change); otherwise the class
     selectors are explained. One representative per kind of device is evaluated.
     """
-    from dradiag.analyses.cel import CelCompileError, CelRuntimeError, compile_selector
+    from dradiag.analyses.cel import CelCompileError, compile_selector
 
     if alt.request_stage.evaluated and alt.class_stage.total.matched:
         selectors, gates = alt.request_selectors, alt.class_selectors
@@ -677,25 +728,10 @@ def closest_devices(
         return []
     try:
         compiled = [compile_selector(sel.expression) for sel in selectors]
-        gate_fns = [compile_selector(sel.expression).memoized() for sel in gates]
+        gate_selectors = [compile_selector(sel.expression) for sel in gates]
     except CelCompileError:
         return []
-    matched = set(alt.matched_indices)
-    representatives: dict[tuple[Any, ...], int] = {}
-    for index, device in enumerate(inventory.devices):
-        if index in matched:
-            continue
-        sig = _signature(device)
-        if sig in representatives:
-            continue
-        try:
-            if not all(fn(inventory.cel(index)) for fn in gate_fns):
-                continue
-        except CelRuntimeError:
-            continue
-        representatives[sig] = index
-        if len(representatives) >= REPRESENTATIVES:
-            break
+    representatives = _representatives(inventory, alt, gate_selectors)
     candidates: list[tuple[int, str, DeviceNearMiss]] = []
     for index in representatives.values():
         device = inventory.devices[index]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -582,10 +582,34 @@ class DeviceInventory:
     def catalogue(self) -> AttributeCatalogue:
         """What attributes and capacities the devices in scope publish (for near misses)."""
         if self._catalogue is None:
-            self._catalogue = AttributeCatalogue.collect(
-                zip(self._driver, self._profile, self._raw, strict=True)
+            self._catalogue = AttributeCatalogue.collect_columns(
+                self._driver, self._profile, self._entries("attributes"), self._entries("capacity")
             )
         return self._catalogue
+
+    def indices_passing(self, selectors: Sequence[CompiledSelector]) -> Iterable[int]:
+        """Devices, in order, on which every one of ``selectors`` is true (no error first).
+
+        As a stage of class selectors decides it (stopping at the first false or error).
+        """
+        from dradiag.analyses.cel import CelRuntimeError
+
+        fns = [_memoized(sel) for sel in selectors]
+
+        def passes(index: int) -> bool:
+            try:
+                return all(fn(self.cel(index)) for fn in fns)
+            except CelRuntimeError:
+                return False
+
+        if not fns:
+            return range(len(self))
+        if not self.grouped:
+            return [index for index in range(len(self)) if passes(index)]
+        projection = self.projection(_ReadSpec.of(selectors))
+        return self.indices_in(
+            projection, {group for group in dict.fromkeys(projection.groups) if passes(group)}
+        )
 
     # -- grouping ---------------------------------------------------------------------
 
@@ -942,6 +966,85 @@ class AttributeCatalogue:
                     caps[key].add(str(text))
                 if mig_profile and ident == "memory" and text is not None:
                     profile_memory[mig_profile].add(str(text))
+        return AttributeCatalogue(
+            attribute_types={k: frozenset(v) for k, v in types.items()},
+            attribute_values={k: frozenset(v) for k, v in values.items()},
+            capacities={k: frozenset(v) for k, v in caps.items()},
+            mig_profile_memory={k: frozenset(v) for k, v in profile_memory.items()},
+        )
+
+    @staticmethod
+    def collect_columns(
+        drivers: Sequence[str],
+        profiles: Sequence[str | None],
+        attributes: Sequence[dict[str, Any]],
+        capacities: Sequence[dict[str, Any]],
+    ) -> AttributeCatalogue:
+        """:meth:`collect` of an inventory's columns, exactly, in C where it can.
+
+        Only the first time a value object appears under a name (and driver) can it add
+        anything, so a block of devices is first reduced to those first appearances, in
+        order, by ``dict.setdefault`` in C; the per-value work runs on what remains.
+        """
+        types: dict[tuple[str, str], set[str]] = defaultdict(set)
+        values: dict[tuple[str, str], set[Any]] = defaultdict(set)
+        caps: dict[tuple[str, str], set[str]] = defaultdict(set)
+        profile_memory: dict[str, set[str]] = defaultdict(set)
+        cap = AttributeCatalogue.VALUE_CAP
+        seen: set[tuple[int, str, str, str | None]] = set()
+        chain, repeat = itertools.chain.from_iterable, itertools.repeat
+        step = 1 << 14
+        for start in range(0, len(attributes), step):
+            block = attributes[start : start + step]
+            leaves = list(chain(map(dict.values, block)))
+            owners = chain(map(repeat, drivers[start : start + step], map(len, block)))
+            first: dict[tuple[int, str, str], Any] = {}
+            keys = zip(map(id, leaves), chain(block), owners, strict=True)
+            deque(map(first.setdefault, keys, leaves), 0)
+            del leaves
+            for (leaf_id, name, driver), raw in first.items():
+                mark = (leaf_id, name, driver, None)
+                if mark in seen:
+                    continue
+                if len(seen) < LEAF_IDS_MAX:
+                    seen.add(mark)
+                domain, _, ident = name.partition("/") if "/" in name else ("", "", name)
+                key = (domain or driver, ident)
+                if isinstance(raw, Mapping):
+                    for member, value in raw.items():
+                        types[key].add(member)
+                        bucket = values[key]
+                        if len(bucket) < cap:
+                            bucket.add(tuple(value) if isinstance(value, list) else value)
+            maps: dict[tuple[int, str, str | None], dict[str, Any]] = {}
+            caps_block = capacities[start : start + step]
+            deque(
+                map(
+                    maps.setdefault,
+                    zip(
+                        map(id, caps_block),
+                        drivers[start : start + step],
+                        profiles[start : start + step],
+                        strict=True,
+                    ),
+                    caps_block,
+                ),
+                0,
+            )
+            for (_, driver, mig_profile), entries in maps.items():
+                for name, raw in entries.items():
+                    capacity_mark = (id(raw), name, driver, mig_profile or "")
+                    if capacity_mark in seen:
+                        continue
+                    if len(seen) < LEAF_IDS_MAX:
+                        seen.add(capacity_mark)
+                    domain, _, ident = name.partition("/") if "/" in name else ("", "", name)
+                    key = (domain or driver, ident)
+                    text = raw.get("value") if isinstance(raw, Mapping) else raw
+                    if text is not None and len(caps[key]) < cap:
+                        caps[key].add(str(text))
+                    if mig_profile and ident == "memory" and text is not None:
+                        profile_memory[mig_profile].add(str(text))
         return AttributeCatalogue(
             attribute_types={k: frozenset(v) for k, v in types.items()},
             attribute_values={k: frozenset(v) for k, v in values.items()},

@@ -669,3 +669,33 @@ def test_constraint_counting_equals_the_sets(varied: Path) -> None:
         assert (per, totals, lacking) == exact[0:1] + exact[2:]
         assert list(per) == list(exact[0])  # same order: the closest node reported is the same
         assert all(unions[key] == n for key, n in exact[1].items())
+
+
+def test_inventory_devices_convert_as_the_cel_engine_does(varied: Path) -> None:
+    # The inventory shares conversions between devices; each device must still be what
+    # cel_device makes of it ({"string": 1} is "1", {"string": true} is "True").
+    from dradiag.analyses.cel import cel_device
+
+    inventory = build_inventory(load_snapshot(str(varied)))
+    for index, device in enumerate(inventory.devices):
+        ours, engine = inventory.cel(index), cel_device(device.driver, device.raw)
+        assert (ours.attributes, ours.capacity, ours.error) == (
+            engine.attributes,
+            engine.capacity,
+            engine.error,
+        ), device.ref
+        assert ours.allow_multiple_allocations == engine.allow_multiple_allocations
+
+
+@pytest.mark.parametrize("source", ["ordinary", "streamed"])
+def test_catalogue_by_columns_equals_device_by_device(
+    varied: Path, source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dradiag.analyses.selection import AttributeCatalogue
+
+    snapshot = (
+        load_snapshot(str(varied)) if source == "ordinary" else _streamed(varied, monkeypatch)
+    )
+    for nodes in (None, ["node-4"]):
+        inventory = build_inventory(snapshot, nodes=nodes)
+        assert inventory.catalogue == AttributeCatalogue.of(inventory.devices)
