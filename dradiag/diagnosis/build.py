@@ -235,8 +235,21 @@ def _enrich(finding: Finding, rulebook: Any | None) -> Finding:
     if rule is None or rule.match is not None:
         # Data-rule hits arrive rendered by the matcher; only code-backed ones need this.
         return finding
-    extra = tuple(n for n in rule.next if n not in finding.next)
+    extra = tuple(n for n in rule.next if n not in finding.next and not _context_placeholders(n))
     return replace(finding, title=rule.title or finding.title, next=finding.next + extra)
+
+
+def _context_placeholders(text: str) -> frozenset[str]:
+    """Evidence placeholders (``{pod}``, ``{node}``) in a catalogue line. Only the matcher
+    fills them; a code-backed finding states its own commands, so such a line is left out
+    rather than shown with the braces (kubectl jsonpath braces are not placeholders)."""
+    from dradiag.rulebook.schema import CONTEXT_FIELDS, explain_placeholders
+
+    known = frozenset().union(*CONTEXT_FIELDS.values()) | _EXTRA_PLACEHOLDERS
+    return explain_placeholders(text) & known
+
+
+_EXTRA_PLACEHOLDERS = frozenset({"container", "driver", "request", "nodes", "age", "cause"})
 
 
 # -- evidence helpers ------------------------------------------------------------------
@@ -1640,7 +1653,8 @@ def _cdi_not_applied(walk: _Walk, started: Sequence[K8sObject]) -> list[Finding]
                         "(containerd >= 1.7 with enable_cdi = true, or CRI-O)",
                         f"kubectl exec -n {namespace_of(pod)} {name_of(pod)} -c {name} -- "
                         "ls -l /dev/nvidia*",
-                        f"kubectl get node {node} -o jsonpath='{{.status.nodeInfo.containerRuntimeVersion}}'",
+                        f"kubectl get node {node} "
+                        "-o jsonpath='{.status.nodeInfo.containerRuntimeVersion}'",
                     ),
                     identifiers=(
                         ("pod", _pod_key(pod)),
@@ -1690,14 +1704,14 @@ def _cdi_spec_missing(walk: _Walk, started: Sequence[K8sObject]) -> list[Finding
             if not mine or not before.get("startedAt"):
                 continue
             ran_from = parse_time(before.get("startedAt"))
+            message = str(waiting.get("message") or "")[:300]
             evidence = [
                 Evidence(
                     source=EvidenceSource.OBJECT,
                     ref=f"Pod {_pod_key(pod)} .status.containerStatuses[{name}]",
-                    excerpt=f"waiting {waiting.get('reason')}: {str(waiting.get('message'))[:300]}; "
-                    f"lastState.terminated: started {before.get('startedAt')}, finished "
-                    f"{before.get('finishedAt')} ({before.get('reason') or 'exit'} "
-                    f"{before.get('exitCode')})",
+                    excerpt=f"waiting {waiting.get('reason')}: {message}; lastState.terminated: "
+                    f"started {before.get('startedAt')}, finished {before.get('finishedAt')} "
+                    f"({before.get('reason') or 'exit'} {before.get('exitCode')})",
                 )
             ]
             rebooted = ""
@@ -1718,8 +1732,9 @@ def _cdi_spec_missing(walk: _Walk, started: Sequence[K8sObject]) -> list[Finding
             skipped = _skipped_prepare_line(walk, node)
             if skipped is not None:
                 evidence.append(skipped)
+            claim_spec = f"k8s.gpu.nvidia.com-claim_{walk.claim_uid}.yaml"
             spec_file = (
-                f"/var/run/cdi/k8s.gpu.nvidia.com-claim_{walk.claim_uid}.yaml"
+                f"/var/run/cdi/{claim_spec}"
                 if any("/claim=" in i for i in mine)
                 else "the driver's spec file under /var/run/cdi"
             )
@@ -1729,15 +1744,16 @@ def _cdi_spec_missing(walk: _Walk, started: Sequence[K8sObject]) -> list[Finding
                     phase=Phase.INJECTION,
                     severity=Severity.ERROR,
                     title="the node has no CDI spec for a claim the plugin considers prepared",
-                    detail=f"Container {name!r} of pod {_pod_key(pod)} was created with the claim's "
-                    f"CDI devices on node {node} before (it ran from {before.get('startedAt')}), "
-                    f"and now the runtime cannot resolve {', '.join(mine[:2])}. CDI worked for this "
-                    f"container, so the runtime's CDI support is not the cause: {spec_file} is "
-                    "gone (/var/run is a tmpfs), and the plugin does not write it again for a "
-                    "claim its checkpoint holds as PrepareCompleted." + rebooted,
+                    detail=f"Container {name!r} of pod {_pod_key(pod)} was created with the "
+                    f"claim's CDI devices on node {node} before (it ran from "
+                    f"{before.get('startedAt')}), and now the runtime cannot resolve "
+                    f"{', '.join(mine[:2])}. CDI worked for this container, which rules out a "
+                    "runtime without CDI or one reading another spec directory: "
+                    f"{spec_file} is gone (/var/run is a tmpfs), and the plugin does not write "
+                    "it again for a claim its checkpoint holds as PrepareCompleted." + rebooted,
                     evidence=tuple(evidence),
                     next=(
-                        f"ls -l /var/run/cdi/ on {node}  (k8s.gpu.nvidia.com-claim_{walk.claim_uid}.yaml)",
+                        f"ls -l /var/run/cdi/ on {node}  ({claim_spec})",
                         "kubectl exec -n <driver namespace> <kubelet-plugin pod on the node> -c gpus "
                         "-- cat /var/lib/kubelet/plugins/gpu.nvidia.com/checkpoint.json  "
                         f"(claim UID {walk.claim_uid}: PrepareCompleted, and its boot ID)",

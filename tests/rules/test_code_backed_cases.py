@@ -7,8 +7,8 @@ looked for among the findings of the document. A quiet case is a near miss: the 
 input with the one detail the rule is about changed.
 
 Every run also checks what the catalogue promises about ids and severities: findings carry
-canonical ids (never an alias), and no finding is more severe than its rule's catalogue
-entry. (``test_catalogue.py`` checks the reverse over every run: each rule's strongest
+canonical ids (never an alias), no finding is more severe than its rule's catalogue entry,
+and no next step shows an evidence placeholder (``{pod}``) left unfilled. (``test_catalogue.py`` checks the reverse over every run: each rule's strongest
 emitted severity is its catalogue severity.)
 """
 
@@ -19,6 +19,13 @@ from typing import Any
 from dradiag.diagnosis.model import Severity
 
 SEVERITY_RANK = {Severity.INFO.value: 0, Severity.WARNING.value: 1, Severity.ERROR.value: 2}
+
+
+def _evidence_placeholders(text: str) -> frozenset[str]:
+    from dradiag.rulebook.schema import CONTEXT_FIELDS, explain_placeholders
+
+    known = frozenset().union(*CONTEXT_FIELDS.values()) | {"container", "driver", "request"}
+    return explain_placeholders(text) & known
 
 
 def _as_list(value: Any) -> list[str]:
@@ -59,7 +66,7 @@ def test_engine_case(engine_case: Any, rulebook: Any, engine: Any) -> None:
         assert hit.get("next"), f"{rule.id}: a finding always says what to look at next"
 
 
-def test_engine_findings_use_canonical_ids_and_never_exceed_the_catalogue(
+def test_engine_findings_keep_the_catalogue_promises(
     engine_case: Any, rulebook: Any, engine: Any
 ) -> None:
     run = engine(engine_case.argv(), engine_case.hidden_modules)
@@ -75,6 +82,9 @@ def test_engine_findings_use_canonical_ids_and_never_exceed_the_catalogue(
             problems.append(
                 f"{rule.id}: emitted as {finding['severity']}, catalogued as {rule.severity.value}"
             )
+        unfilled = [n for n in finding.get("next", []) if _evidence_placeholders(n)]
+        if unfilled:
+            problems.append(f"{rule.id}: next step with an unfilled placeholder: {unfilled}")
     for verdict_rule in run.verdict_rules():
         rule = rulebook.get(verdict_rule)
         if rule is None or rule.id != verdict_rule:
