@@ -1606,23 +1606,35 @@ def _run_stage(
     return breakdown.freeze(True), matched
 
 
-def _outcome(device: CelDevice, runs: list[_SelectorRun]) -> tuple[int, int, str]:
-    """(outcome, position, error): how ``runs`` end on one device, as ``_run_stage`` counts it.
+def _outcomes(
+    inventory: DeviceInventory, groups: Iterable[int], runs: list[_SelectorRun]
+) -> dict[int, tuple[int, int, str]]:
+    """group → (outcome, position, error): how ``runs`` end on each group's device.
 
     Outcome 1 (all true; position is ``len(runs)``), 0 (false at ``position``) or -1
-    (``CelRuntimeError`` at ``position``, with its message).
+    (``CelRuntimeError`` at ``position``, with its message), as ``_run_stage`` counts a
+    device. Each selector runs once over the devices still in the race, with the CEL
+    engine's batch ``sweep`` (the same result per device as ``matches``).
     """
-    from dradiag.analyses.cel import CelRuntimeError
-
+    alive = list(groups)
+    out: dict[int, tuple[int, int, str]] = {}
     for position, run in enumerate(runs):
-        assert run.fn is not None
-        try:
-            ok = run.fn(device)
-        except CelRuntimeError as exc:
-            return -1, position, exc.message
-        if not ok:
-            return 0, position, ""
-    return 1, len(runs), ""
+        if not alive:
+            break
+        assert run.compiled is not None
+        results = run.compiled.sweep([inventory.cel(group) for group in alive])
+        still = []
+        for group, result in zip(alive, results, strict=True):
+            if result is True:
+                still.append(group)
+            elif result is False:
+                out[group] = (0, position, "")
+            else:
+                out[group] = (-1, position, result.message)
+        alive = still
+    for group in alive:
+        out[group] = (1, len(runs), "")
+    return out
 
 
 def _run_stage_grouped(
@@ -1641,16 +1653,16 @@ def _run_stage_grouped(
     """
     cells, cell_keys = inventory.cells()
     counts = projection.cell_counts(cells)
-    outcomes: dict[int, tuple[int, int, str]] = {}
+    present = dict.fromkeys(group for _, group in counts)
+    outcomes = _outcomes(
+        inventory, present if among is None else (g for g in present if g in among), runs
+    )
     sizes: Counter[int] = Counter()
     breakdown = _Breakdown()
-    cel = inventory.cel
     for (cell, group), count in counts.items():
         if among is not None and group not in among:
             continue
-        outcome = outcomes.get(group)
-        if outcome is None:
-            outcome = outcomes[group] = _outcome(cel(group), runs)
+        outcome = outcomes[group]
         node, device_type, profile = cell_keys[cell]
         breakdown.add_many(node, device_type, profile, outcome[0], count)
         sizes[group] += count
@@ -1710,7 +1722,12 @@ def device_outcomes(inventory: DeviceInventory, selector: CompiledSelector) -> l
     if not inventory.grouped:
         return [one(index) for index in range(len(inventory))]
     groups = inventory.projection(_ReadSpec.of([selector])).groups
-    results = {group: one(group) for group in dict.fromkeys(groups)}
+    representatives = list(dict.fromkeys(groups))
+    swept = selector.sweep([inventory.cel(group) for group in representatives])
+    results: dict[int, bool | str] = {
+        group: result if result is True or result is False else result.message
+        for group, result in zip(representatives, swept, strict=True)
+    }
     return list(map(results.__getitem__, groups))
 
 
