@@ -622,7 +622,15 @@ def _result(
             merged[key] = f
     deduped = list(merged.values())
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
-    deduped.sort(key=lambda f: (order[f.severity], _specificity(f, rulebook)))
+    # A finding whose rule another finding here supersedes (rules/*.yaml `supersedes`)
+    # describes what that one explains: it never decides the verdict ahead of it.
+    superseded = {
+        target
+        for f in deduped
+        if rulebook is not None and (rule := rulebook.get(f.rule)) is not None
+        for target in getattr(rule, "supersedes", ())
+    }
+    deduped.sort(key=lambda f: (order[f.severity], f.rule in superseded, _specificity(f, rulebook)))
     return PhaseResult(
         phase=phase,
         status=_status_of(deduped, base),

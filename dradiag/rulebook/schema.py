@@ -541,8 +541,10 @@ def validate_rule(raw: Any, *, path: str, line: int | None = None) -> Rule:
         raise where.fail("fallback", "must be true or false")
     supersedes = _str_list(raw.get("supersedes"), "supersedes", where)
     match = _match(raw.get("match"), where)
-    if match is None and (fallback or supersedes):
-        raise where.fail("match", "fallback and supersedes need a match")
+    if match is None and fallback:
+        # A code-backed rule may still supersede others (it names the cause they only
+        # describe); a fallback is by definition a match of last resort.
+        raise where.fail("match", "fallback needs a match")
     if match is not None:
         unknown = sorted(explain_placeholders(explain) - _available_names(match))
         if unknown:

@@ -113,7 +113,7 @@ def test_a_good_rule_becomes_frozen_data() -> None:
             "docs: headings out of order",
         ),
         (_with(aliases=["OLD-1"]), "aliases: 'OLD-1' is not of the form"),
-        (_with(match=None, fallback=True), "match: fallback and supersedes need a match"),
+        (_with(match=None, fallback=True), "match: fallback needs a match"),
     ],
 )
 def test_bad_rules_fail_with_one_line_naming_file_rule_and_field(raw: Any, expected: str) -> None:
