@@ -6,6 +6,10 @@ newest generation, complete and valid pools only; problem pools are listed apart
 a free partition may still not fit: ``fits`` says how many more of each profile the
 remaining counters allow, packing free placements in the allocator's order. Devices
 with a NoSchedule/NoExecute taint are counted and named as unhealthy.
+
+Before 1.35 a device could only consume counter sets of its own slice (the apiserver
+rejected anything else, though the scheduler never checked); a pool breaking that rule
+is listed as invalid, as from 1.35, rather than counted with counters it cannot have.
 """
 
 from __future__ import annotations
@@ -20,7 +24,14 @@ from dradiag.analyses.allocation.counters import CounterState
 from dradiag.analyses.allocation.features import FeatureGates
 from dradiag.analyses.allocation.search import AllocationContext
 from dradiag.analyses.allocation.taints import BLOCKING_EFFECTS
-from dradiag.analyses.pools import NANOS_OR_ZERO, Pool, nanos_or_zero, paused_gc, pool_problems
+from dradiag.analyses.pools import (
+    NANOS_OR_ZERO,
+    Pool,
+    nanos_or_zero,
+    paused_gc,
+    pool_problems,
+    slice_counter_problem,
+)
 from dradiag.snapshot.model import Snapshot
 
 __all__ = ["DeviceGroup", "Inventory", "NodeInventory", "build_inventory"]
@@ -160,8 +171,13 @@ def _fits(counters: CounterState, free: Sequence[DeviceEntry]) -> int:
             left[scope] = have
         if _fits_in(entry, have):
             for set_name, consumed in entry.consumes:
+                # A counter nobody declares fitted only because nothing was asked of it.
+                in_set = have.get(set_name)
+                if in_set is None:
+                    continue
                 for counter, value in consumed:
-                    have[set_name][counter] -= value
+                    if counter in in_set:
+                        in_set[counter] -= value
             count += 1
     return count
 
@@ -190,6 +206,24 @@ def _build_inventory(
     allocated = context.allocated
     is_allocated = allocated.is_allocated
     partitionable = gates.partitionable_devices
+    # ≤1.34 pools the allocator keeps although a slice's counter references are broken.
+    check_slices = partitionable and gates.legacy_pools
+    slice_problems: dict[int, str | None] = {}
+
+    def invalid_reason(pool: Pool) -> str | None:
+        if pool.invalid_reason is not None or not check_slices:
+            return pool.invalid_reason
+        key = id(pool)
+        if key not in slice_problems:
+            slice_problems[key] = next(
+                (
+                    problem
+                    for slc in pool.slices
+                    if (problem := slice_counter_problem(slc, index._devices)) is not None
+                ),
+                None,
+            )
+        return slice_problems[key]
 
     def pool_devices(pool: Pool) -> Iterable[DeviceEntry]:
         own = context.pool_entries(pool)
@@ -206,9 +240,10 @@ def _build_inventory(
         groups: dict[tuple[str, str, str | None, str | None], DeviceGroup] = {}
         free_partitions: dict[tuple[str, str, str | None, str | None], list[DeviceEntry]] = {}
         for pool in pools:
-            state = "invalid" if pool.invalid else "incomplete" if pool.incomplete else "ok"
+            invalid = invalid_reason(pool) is not None
+            state = "invalid" if invalid else "incomplete" if pool.incomplete else "ok"
             inv.pools.append({"driver": pool.driver, "pool": pool.name, "state": state})
-            if pool.invalid or (pool.incomplete and not gates.legacy_pools):
+            if invalid or (pool.incomplete and not gates.legacy_pools):
                 continue
             for entry in context.pool_entries(pool):
                 key = _kind(entry)
@@ -261,6 +296,8 @@ def _build_inventory(
             "generation": p.generation,
             "nodes": list(p.nodes),
         }
-        for p in pool_problems(snapshot, partitionable=gates.partitionable_devices, index=index)
+        for p in pool_problems(
+            snapshot, partitionable=partitionable, index=index, legacy=gates.legacy_pools
+        )
     ]
     return Inventory(nodes=out, problems=problems, features=gates)

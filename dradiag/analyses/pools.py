@@ -403,6 +403,27 @@ def _check_devices(
     return duplicate, consumption, binding
 
 
+def slice_counter_problem(
+    slc: K8sObject, summaries: dict[int, _SliceDevices] | None = None
+) -> str | None:
+    """≤1.34: the first counter reference ``slc`` cannot satisfy from its own counter sets.
+
+    Before 1.35 counters lived beside their devices and the apiserver rejected a slice
+    whose devices consume a counter set (or counter) the same slice does not declare, or
+    that declares a counter set twice. The scheduler itself never checked (1.34's
+    ``GatherPools``/``poolIsInvalid`` looks only at device names, and
+    ``checkAvailableCounters`` skips counters no set declares), so :class:`PoolIndex`
+    keeps such a pool valid for the allocator; reports and the inventory call it invalid.
+    """
+    counter_sets, duplicate = _counter_sets_of([slc])
+    problem = duplicate
+    if problem is None:
+        problem = _check_devices(
+            [slc], counter_sets, {} if summaries is None else summaries, names=False
+        )[1]
+    return None if problem is None else f"slice {name_of(slc)}: {problem}"
+
+
 def _duplicate_device(slices: Iterable[K8sObject]) -> str | None:
     return _scan_devices(slices, None)[0]
 
@@ -626,7 +647,8 @@ class PoolIndex:
         info = self._info
         ordered = sorted(pool_slices, key=lambda s: info[id(s)].name)
         if self.legacy:
-            # ≤1.34: counters are per slice (the combined model); only names are validated.
+            # ≤1.34: counters are per slice (the combined model); only names are validated,
+            # as 1.34's ``poolIsInvalid`` does (counter references: slice_counter_problem).
             duplicate, _none, binding = _check_devices(ordered, None, self._devices)
             legacy = Pool(
                 driver=driver,
@@ -710,14 +732,20 @@ class PoolProblem:
 
 
 def pool_problems(
-    snapshot: Snapshot, *, partitionable: bool = True, index: PoolIndex | None = None
+    snapshot: Snapshot,
+    *,
+    partitionable: bool = True,
+    index: PoolIndex | None = None,
+    legacy: bool = False,
 ) -> list[PoolProblem]:
     """Every incomplete, invalid or stale pool in the snapshot, sorted by driver/pool/kind.
 
     Completeness is judged over all slices of the pool (the ≥1.35 rule); the nodes a
     problem affects are those the pool's slices name (``spec.nodeName``, or per-device
     ``nodeName``), empty for network-attached pools. ``index``, a :class:`PoolIndex` over
-    the snapshot's slices, lends what it has already read from each slice.
+    the snapshot's slices, lends what it has already read from each slice. ``legacy``
+    (≤1.34) checks counter references per slice (:func:`slice_counter_problem`), where
+    counters lived then, instead of across the pool.
     """
     out: list[PoolProblem] = []
     infos: dict[int, _SliceInfo] = index._info if index is not None else {}
@@ -781,16 +809,28 @@ def pool_problems(
                     slices_expected=expected,
                 )
             )
-        device_slices = [s for s, info in current_members if not (partitionable and info.counters)]
         counter_sets: dict[str, dict[str, int]] | None = None
         sets_problem: str | None = None
-        if partitionable:
-            counter_sets, sets_problem = _counter_sets_of(
-                s for s, info in current_members if info.counters
+        if legacy:
+            # ≤1.34 combined model: a slice's devices sit beside its own counter sets.
+            duplicate, _none, _binding = _check_devices(current, None, summaries)
+            if duplicate is None and partitionable:
+                for slc in current:
+                    sets_problem = slice_counter_problem(slc, summaries)
+                    if sets_problem is not None:
+                        break
+            consumption = None
+        else:
+            device_slices = [
+                s for s, info in current_members if not (partitionable and info.counters)
+            ]
+            if partitionable:
+                counter_sets, sets_problem = _counter_sets_of(
+                    s for s, info in current_members if info.counters
+                )
+            duplicate, consumption, _binding = _check_devices(
+                device_slices, counter_sets if sets_problem is None else None, summaries
             )
-        duplicate, consumption, _binding = _check_devices(
-            device_slices, counter_sets if sets_problem is None else None, summaries
-        )
         reason = duplicate
         if reason is None and partitionable:
             reason = sets_problem or consumption

@@ -78,3 +78,71 @@ def test_incomplete_pool_is_excluded_and_reported() -> None:
         {"driver": "gpu.nvidia.com", "pool": "node-h", "state": "incomplete"}
     ]
     assert [p["kind"] for p in inv.problems] == ["incomplete", "invalid"]
+
+
+V134_PARTITIONABLE = FeatureGates.parse(
+    "DRAPartitionableDevices=true", base=FeatureGates.for_version("1.34")
+)
+
+
+def test_134_undeclared_counter_set_is_an_invalid_pool_not_a_crash() -> None:
+    # ≤1.34 counters live beside their devices. A partition consuming (even zero of) a
+    # counter set its slice does not declare used to raise KeyError in `fits`.
+    broken = nv.h100_combined("node-b", gpus=1)
+    broken[0]["spec"]["devices"][1]["consumesCounters"].append(
+        {"counterSet": "gpu-9-counter-set", "counters": {"memory": {"value": "0"}}}
+    )
+    snap = Snapshot(
+        objects={
+            Kind.RESOURCE_SLICE: nv.h100_combined("node-a", gpus=1) + broken,
+            Kind.NODE: [nv.node("node-a"), nv.node("node-b")],
+        }
+    )
+    inv = build_inventory(snap, features=V134_PARTITIONABLE)
+    good, bad = inv.nodes
+    assert good.pools == [{"driver": "gpu.nvidia.com", "pool": "node-a", "state": "ok"}]
+    assert bad.pools == [{"driver": "gpu.nvidia.com", "pool": "node-b", "state": "invalid"}]
+    assert bad.groups == []
+    assert [(p["pool"], p["kind"], p["reason"]) for p in inv.problems] == [
+        (
+            "node-b",
+            "invalid",
+            "slice node-b-gpu.nvidia.com-c0: counter set gpu-9-counter-set not found",
+        )
+    ]
+    one = [g for g in good.groups if g.profile == "1g.10gb"]
+    assert [(g.published, g.fits) for g in one] == [(7, 7)]
+    assert inv.to_dict()["nodes"][1]["pools"][0]["state"] == "invalid"
+
+
+def test_134_undeclared_counter_is_reported_too() -> None:
+    slices = nv.h100_combined("node-a", gpus=1)
+    uses = slices[0]["spec"]["devices"][2]["consumesCounters"][0]
+    uses["counters"]["engines"] = {"value": "1"}
+    snap = Snapshot(objects={Kind.RESOURCE_SLICE: slices, Kind.NODE: [nv.node("node-a")]})
+    inv = build_inventory(snap, features=V134_PARTITIONABLE)
+    assert inv.nodes[0].pools[0]["state"] == "invalid"
+    (problem,) = inv.problems
+    assert problem["reason"] == (
+        "slice node-a-gpu.nvidia.com-c0: counter engines not found in counter set gpu-0-counter-set"
+    )
+
+
+def test_fits_never_raises_on_counters_nobody_declares() -> None:
+    # Defence in depth: whatever reaches the first-fit count, a zero consumption of an
+    # undeclared counter set or counter fits and takes nothing.
+    from dradiag.analyses.allocation.candidates import device_entries
+    from dradiag.analyses.allocation.counters import CounterState
+    from dradiag.analyses.inventory import _fits
+    from dradiag.analyses.pools import PoolIndex
+
+    slices = nv.h100_split("node-h", gpus=1)
+    device = slices[1]["spec"]["devices"][1]
+    device["consumesCounters"] = [
+        {"counterSet": "nowhere", "counters": {"memory": {"value": "0"}}},
+        {"counterSet": "gpu-0-counter-set", "counters": {"nothing": {"value": "0"}}},
+    ]
+    (pool,) = PoolIndex(slices, legacy=True).gather(nv.node("node-h"))
+    entries = [e for e in device_entries(pool) if e.name == device["name"]]
+    counters = CounterState(lambda _ref: False, lambda p: device_entries(p))
+    assert _fits(counters, entries) == 1

@@ -109,3 +109,27 @@ def test_node_selector_slice_and_per_device_selection() -> None:
         PoolIndex([per_device], partitionable=False).gather({"metadata": {"name": "node-b"}}) == []
     )
     assert len(PoolIndex([per_device]).gather({"metadata": {"name": "node-b"}})) == 1
+
+
+def test_134_counter_references_are_checked_per_slice() -> None:
+    # ≤1.34 (legacy): counters lived beside their devices; a device may consume only
+    # counter sets its own slice declares, whatever other slices of the pool hold.
+    counters = [{"name": "cs-0", "counters": {"memory-slice-0": {"value": "1"}}}]
+    uses = [{"counterSet": "cs-0", "counters": {"memory-slice-0": {"value": "1"}}}]
+    own = slice_("node-a", "s0", count=2, sharedCounters=counters)
+    own["spec"]["devices"][0]["consumesCounters"] = copy.deepcopy(uses)
+    other = slice_("node-a", "s1", count=2, devices=["gpu-1"])
+    other["spec"]["devices"][0]["consumesCounters"] = copy.deepcopy(uses)
+    alone = copy.deepcopy(own)
+    alone["spec"]["pool"]["resourceSliceCount"] = 1
+    assert pool_problems(snap([alone]), legacy=True) == []
+    assert [(p.kind, p.reason) for p in pool_problems(snap([own, other]), legacy=True)] == [
+        ("invalid", "slice s1: counter set cs-0 not found")
+    ]
+    twice = copy.deepcopy(alone)
+    twice["spec"]["sharedCounters"] = counters * 2
+    assert [(p.kind, p.reason) for p in pool_problems(snap([twice]), legacy=True)] == [
+        ("invalid", "slice s0: duplicate counter set name cs-0")
+    ]
+    # Without the gate such slices never reach the allocator; nothing is judged.
+    assert pool_problems(snap([own, other]), legacy=True, partitionable=False) == []

@@ -45,6 +45,7 @@ DeviceRef = tuple[str, str, str]
 _SCALAR_KEYS = ("int", "bool", "string", "version")
 _EMPTY: Mapping[str, Any] = {}
 _VALUE = operator.itemgetter("value")
+_FIRST = operator.itemgetter(0)
 _LIST_KEYS = ("ints", "bools", "strings", "versions")
 
 
@@ -321,13 +322,29 @@ def _conversion_error(dev: Mapping[str, Any], list_types: bool) -> str | bool | 
     return None
 
 
+def _typed(value: Any) -> Any:
+    """A hashable copy of a raw JSON value that keeps every type apart.
+
+    Python's ``1 == True == 1.0`` would let ``{"int": 1}``, ``{"int": true}`` and
+    ``{"int": 1.0}`` (or ``{"bool": true}`` and ``{"bool": 1}``) share a memo entry, so
+    numbers and booleans are tagged with their class; strings and None stand for
+    themselves (no other key part equals them), lists and mappings are tagged too.
+    """
+    cls = value.__class__
+    if cls is str or value is None:
+        return value
+    if cls is list or cls is tuple:
+        return (list, *map(_typed, value))
+    if cls is dict or isinstance(value, Mapping):
+        return (dict, *sorted(((str(k), _typed(v)) for k, v in value.items()), key=_FIRST))
+    return (cls, value)
+
+
 def _raw_key(value: Any) -> Any:
     if value.__class__ is dict and len(value) == 1:
         for k, v in value.items():
-            return (k, tuple(v) if v.__class__ is list else v)
-    if isinstance(value, Mapping):
-        return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(value.items()))
-    return value
+            return (k, v if v.__class__ is str else _typed(v))
+    return _typed(value)
 
 
 def _key_function(
@@ -336,8 +353,9 @@ def _key_function(
     """A memo key read straight from the raw device: the values the expression reads.
 
     Raw values are at least as specific as the CEL values they convert to, so equal
-    keys mean equal results; it saves building the CEL view of devices whose answer is
-    already known. None when the expression's reads are not static.
+    keys mean equal results, provided the key keeps their types (:func:`_typed`); it
+    saves building the CEL view of devices whose answer is already known. None when the
+    expression's reads are not static.
     """
     if getattr(compiled, "_reads_whole_device", True):
         return None
@@ -360,9 +378,9 @@ def _key_function(
                 raw = source.get(name)
             if raw.__class__ is dict and len(raw) == 1:
                 for k, v in raw.items():
-                    raw = (k, tuple(v) if v.__class__ is list else v)
+                    raw = (k, v if v.__class__ is str else _typed(v))
             elif raw is not None:
-                raw = _raw_key(raw)
+                raw = _typed(raw)
             return (entry.driver if reads_driver else None, raw)
 
         return key_one

@@ -265,11 +265,13 @@ def request_funnel(
     stage("free", kept)
 
     counter_names: Counter[str] = Counter()
+    gate_off = 0
     current, kept = kept, []
     counters = allocator.counters
     partitionable = features.partitionable_devices
     for entry in current:
         if entry.has_counters and not partitionable:
+            gate_off += 1
             drop(entry, "consumes counters (DRAPartitionableDevices off)")
             continue
         if entry.has_counters and not counters.fits_now(entry):
@@ -377,6 +379,7 @@ def request_funnel(
         counter_names,
         constraint_notes,
         errors,
+        gate_off=gate_off,
     )
     return RequestFunnel(
         claim=claim_label(claim),
@@ -403,7 +406,11 @@ def _reason(
     counters: Counter[str],
     constraint_notes: Sequence[str],
     errors: Sequence[str],
+    *,
+    gate_off: int = 0,
 ) -> str:
+    """``gate_off``: devices the counters stage removed only because they consume
+    counters while DRAPartitionableDevices is off (no counter is short then)."""
     by_name = {s.stage: s for s in stages}
     need = f"need {want}" if data.mode != "All" else "allocationMode All needs every one"
     plural = description + ("s" if not description.endswith("s") else "")
@@ -424,10 +431,21 @@ def _reason(
             return f"every {description} is in use (held by {who})"
         return f"only {count} {plural if count != 1 else description} free ({need}); others held by {who}"
     if blocking == "counters":
+        refused = by_name["free"].count - count
+        if not counters:
+            # No counter is short: with the gate off, ``allocateDevice`` refuses every
+            # device that consumes counters before looking at them.
+            if gate_off:
+                return (
+                    f"{gate_off} free {plural if gate_off != 1 else description} consume "
+                    "shared counters, which the allocator refuses while "
+                    f"DRAPartitionableDevices is off ({count} left, {need})"
+                )
+            return f"{refused} free {plural} unusable at the counters check ({count} left, {need})"
         which = ", ".join(name for name, _n in counters.most_common(3))
         who = ", ".join(name for name, _n in holders.most_common(5))
         return (
-            f"counters exhausted for {by_name['free'].count - count} free {plural}: {which}"
+            f"counters exhausted for {refused} free {plural}: {which}"
             + (f" consumed by {who}" if who else "")
             + f" ({count} left, {need})"
         )
@@ -667,7 +685,8 @@ def _run_on_node(
                 sim.upstream_bug = "kubernetes/kubernetes#140436"
                 sim.notes.append(
                     "A correct allocator finds devices here: this Kubernetes version's allocator "
-                    "keeps counters reserved by devices it then rejects on a taint or constraint "
+                    "keeps what it reserved for a device it then rejects (counters, on a taint "
+                    "or constraint; constraints and the device itself, on a capacity recheck) "
                     "(kubernetes/kubernetes#140436, fixed in 1.37 by #140431), so the scheduler "
                     "reports the pod unschedulable on this node."
                 )
@@ -891,7 +910,7 @@ def _node_key(sim: Simulation) -> tuple[str, str]:
     if sim.upstream_bug:
         return "-:upstream-bug:-", (
             f"a correct allocator fits the claims, but this version's scheduler does not "
-            f"({sim.upstream_bug}: counters of rejected devices stay reserved)"
+            f"({sim.upstream_bug}: what rejected devices reserved stays reserved)"
         )
     if not blocking:
         if sim.combination:
@@ -918,6 +937,9 @@ def _summary_line(key: str, nodes: list[NodeOutcome], total: int) -> str:
             h for n in nodes for f in n.simulation.blocking() for h in f.holders
         ).most_common(3)
         names = [c for c, _ in counters]
+        if not names:
+            # No counter is short (DRAPartitionableDevices off): the node's reason says why.
+            return f"{count}: {sample}"
         text = (
             f"{count} counter {names[0]} is consumed"
             if len(names) == 1

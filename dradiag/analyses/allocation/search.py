@@ -11,9 +11,10 @@ several claims interact and a different earlier pick would have worked.
 Checks per candidate run in the allocator's order — in use, selectors (cached per
 device and request), capacity, then counters, taints, constraints — because the order
 decides which CEL runtime error (if any) the scheduler hits first. Known upstream
-quirks are reproduced on purpose, since the point is to predict the scheduler: counters
-taken by a device that a taint or constraint then rejects are not given back within the
-attempt, and counter/availability bookkeeping is keyed by pool name.
+quirks are reproduced on purpose, since the point is to predict the scheduler: before
+1.37, counters taken by a device that a taint or constraint then rejects are not given
+back within the attempt (nor, after a failed capacity recheck, its constraints and
+in-use mark), and counter/availability bookkeeping is keyed by pool name.
 """
 
 from __future__ import annotations
@@ -259,7 +260,8 @@ class AllocationContext:
         )
         self.leak_counters = features.version < (1, 37)
         """Before the fix for kubernetes/kubernetes#140436 (merged for 1.37), counters taken by
-        a device that a taint or constraint then refuses stayed taken for the attempt."""
+        a device that a taint or constraint then refuses stayed taken for the attempt, and a
+        device refused on its capacity recheck also kept its constraints and in-use mark."""
         self.allocated = allocated if allocated is not None else self.store.allocated(exclude)
 
     def pool_entries(self, pool: Pool, *, others: bool = False) -> list[DeviceEntry]:
@@ -397,7 +399,7 @@ class Allocator:
         self.validated = False
         self.leak_counters = context.leak_counters
         self.leaked = False
-        """Whether the search hit the pre-1.37 counter leak at least once."""
+        """Whether the search hit the pre-1.37 leak of reserved state (#140436) at least once."""
         features = self.features
         self._consumable = features.consumable_capacity
         self._partitionable = features.partitionable_devices
@@ -738,6 +740,22 @@ class Allocator:
         picked = _Picked(entry=entry, request=data)
         if consumable:
             if not self._capacity_ok(data, entry):
+                # Upstream ``allocateDevice`` rechecks capacity (``CmpRequestOverCapacity``)
+                # only after the constraints were added, the device marked in use for the
+                # claim and its counters reserved. Before the fix (kubernetes/kubernetes
+                # #140431, for 1.37) this path returned without undoing any of that
+                # (#140436), so a device rejected here poisoned later candidates of the
+                # attempt; since, ``rollbackDevice`` reverses it all. Only reachable for
+                # ``All`` requests: ExactCount candidates pass the same check just before.
+                if self.leak_counters:
+                    self.leaked = True
+                    return None
+                for constraint in constraints:
+                    constraint.remove(base, sub, entry)
+                if not allow_multiple:
+                    holders.discard(ci)
+                if counted:
+                    self.counters.release(entry)
                 return None
             if allow_multiple:
                 picked.consumed = consumed_capacity(entry, data.capacity)

@@ -501,3 +501,69 @@ def test_batched_and_cached_selector_results_equal_single_calls(
             batch = engine.match_many(prepared, shared, owner="class x")
             assert [r if isinstance(r, bool) else r.message for r in batch] == reference
             assert [outcome(engine, entry) for entry in shared] == reference
+
+
+def _typed_entries(nv: Any, values: list[Any]) -> list[DeviceEntry]:
+    devices = [
+        {"name": f"d{i}", "attributes": {"x": value, "y": {"string": "a"}}}
+        for i, value in enumerate(values)
+    ]
+    slc = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "typed"},
+        "spec": {
+            "driver": "example.com",
+            "nodeName": "node-a",
+            "pool": {"name": "node-a", "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
+    (pool,) = PoolIndex([slc]).gather(nv.node("node-a"))
+    return device_entries(pool)
+
+
+class _ByRawType:
+    """A compiled selector that answers from the raw type of attribute ``x``: true only
+    for a plain int (or ints), so a memo that lets Python's ``1 == True == 1.0`` merge
+    keys hands a wrong answer to the second device."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def matches(self, entry: Any) -> bool:
+        (value,) = entry.device["attributes"]["x"].values()
+        if isinstance(value, list):
+            return all(type(v) is int for v in value)
+        return type(value) is int
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "device.attributes['example.com'].x == 1",  # one read: the single-lookup key
+        "device.attributes['example.com'].x == 1 && device.attributes['example.com'].y == 'a'",
+    ],
+)
+def test_selector_memo_keys_keep_json_types_apart(nv: Any, expression: str) -> None:
+    values = [
+        {"int": 1},
+        {"int": True},
+        {"int": 1.0},
+        {"bool": 1},
+        {"bool": True},
+        {"ints": [1, 2]},
+        {"ints": [True, 2]},
+    ]
+    entries = _typed_entries(nv, values)
+    engine = SelectorEngine(list_types=True, allow_multiple=True)
+    real = engine.compile(expression)
+    assert engine._keys[expression] is not None  # the memo is in play
+    engine._compiled[expression] = _ByRawType(real)
+    engine._cel_device = lambda entry: entry  # type: ignore[method-assign]
+    got = [engine._evaluate(expression, engine._compiled[expression], e) for e in entries]
+    assert got == [True, False, False, True, False, True, False]
+    assert len(engine._results[expression]) == len(values)

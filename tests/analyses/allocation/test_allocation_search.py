@@ -395,3 +395,29 @@ def test_explain_across_nodes_in_use_summary(nv: Any) -> None:
     )
     assert found.summary == ["on 2 of 2 nodes every mig 1g.5gb partition is in use"]
     assert found.findings()[0].rule == "DRA-ALLOC-ALL-IN-USE"
+
+
+def test_counters_stage_with_partitionable_devices_off_names_no_counter(nv: Any) -> None:
+    # 1.34 defaults: DRAPartitionableDevices off, so allocateDevice refuses every device
+    # that consumes counters; no counter is short, and none may be named.
+    slices = nv.h100_split("node-1", gpus=1) + nv.h100_split("node-2", gpus=1)
+    wanted = nv.claim(
+        "small", [nv.exactly("r", "mig.nvidia.com", selectors=[nv.profile_selector("1g.10gb")])]
+    )
+    v134 = FeatureGates.for_version("1.34")
+    assert not v134.partitionable_devices
+    blocked = explain_across_nodes(
+        snap(nv, slices, [], ["node-1", "node-2"]), [wanted], features=v134
+    )
+    assert blocked.binding == "counters"
+    (line,) = blocked.summary
+    assert "are consumed" not in line and "is consumed" not in line
+    assert line == (
+        "on 2 of 2 nodes: 7 free mig 1g.10gb partitions consume shared counters, which the "
+        "allocator refuses while DRAPartitionableDevices is off (0 left, need 1)"
+    )
+    (funnel,) = blocked.nodes[0].simulation.explanation
+    assert funnel.counters == ()
+    assert funnel.reason.startswith("7 free mig 1g.10gb partitions consume shared counters")
+    (finding,) = blocked.findings()
+    assert finding.detail == line
