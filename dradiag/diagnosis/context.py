@@ -1,0 +1,448 @@
+"""One claim's walk context: WalkOptions, the ClaimWalk it reads through, and pod/claim look-ups.
+
+Everything a phase reads is gathered once here, through the Snapshot's indexes, so one
+claim in a 5,000-node snapshot costs what it costs in a five-node one (``bench/diagnose.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from dradiag.analyses import plugin_health as ph
+from dradiag.analyses import wiring
+from dradiag.analyses.timeline import (
+    DEFAULT_STUCK_AFTER,
+    age,
+    parse_time,
+    reference_now,
+)
+from dradiag.diagnosis.model import (
+    Evidence,
+    EvidenceSource,
+    Finding,
+    Phase,
+    Severity,
+)
+from dradiag.diagnosis.resolve import pod_claim_names_for
+from dradiag.diagnosis.rule_ids import NOT_COLLECTED
+from dradiag.snapshot.model import (
+    K8sObject,
+    Kind,
+    Snapshot,
+    allocated_devices,
+    key_of,
+    name_of,
+    namespace_of,
+    uid_of,
+)
+
+NVIDIA_DRIVER = "gpu.nvidia.com"
+"""The driver dradiag knows best; the default when a claim's driver cannot be derived."""
+MAX_PLUGIN_NODES = 20
+"""Plugin pods examined when the claim has no node yet and its driver publishes nothing."""
+
+
+_RESOURCE_OF_KIND: Mapping[Kind, str] = {
+    Kind.RESOURCE_SLICE: "resourceslices",
+    Kind.DEVICE_CLASS: "deviceclasses",
+    Kind.DEVICE_TAINT_RULE: "devicetaintrules",
+    Kind.RESOURCE_CLAIM: "resourceclaims",
+    Kind.RESOURCE_CLAIM_TEMPLATE: "resourceclaimtemplates",
+    Kind.POD: "pods",
+    Kind.NODE: "nodes",
+    Kind.EVENT: "events",
+    Kind.LOG: "pods/log",
+}
+
+
+# Container waiting reasons that prove the pod sandbox exists, hence Prepare succeeded.
+_AFTER_SANDBOX_WAITING = frozenset(
+    {
+        "CreateContainerError",
+        "CreateContainerConfigError",
+        "RunContainerError",
+        "CrashLoopBackOff",
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+    }
+)
+
+
+# Kubelet event reasons emitted only once the sandbox exists (after Prepare).
+_AFTER_SANDBOX_EVENTS = frozenset({"Pulling", "Pulled", "Created", "Started", "BackOff"})
+
+
+_DRIVER_IN_CEL = re.compile(r"device\.driver\s*==\s*['\"]([^'\"]+)['\"]")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WalkOptions:
+    """What a walk needs besides the Snapshot: the reference time and the threshold."""
+
+    now: datetime | None = None
+    """The moment ages are measured against; None: the snapshot's collection time, else
+    its newest timestamp (``timeline.reference_now``)."""
+    stuck_after: timedelta = DEFAULT_STUCK_AFTER
+    simulate: bool = True
+    """Run the allocation simulator for an unallocated claim (every node: seconds on a
+    5,000-node cluster). ``scan`` turns it off and relies on the scheduler's evidence."""
+
+
+def optional_rulebook() -> Any | None:
+    try:
+        from dradiag.rulebook import load_rulebook
+    except ImportError:  # pragma: no cover - the rulebook is part of the package
+        return None
+    return load_rulebook()
+
+
+def optional_matcher(name: str) -> Callable[..., Any] | None:
+    try:
+        from dradiag.analyses import rule_matching
+    except ImportError:
+        return None
+    fn = getattr(rule_matching, name, None)
+    return fn if callable(fn) else None
+
+
+def pod_key(pod: K8sObject) -> str:
+    return f"{namespace_of(pod)}/{name_of(pod)}"
+
+
+def pod_status_of(pod: K8sObject) -> Mapping[str, Any]:
+    status = pod.get("status")
+    return status if isinstance(status, Mapping) else {}
+
+
+def container_statuses(pod: K8sObject) -> list[Mapping[str, Any]]:
+    return [s for s in pod_status_of(pod).get("containerStatuses") or () if isinstance(s, Mapping)]
+
+
+def pod_condition(pod: K8sObject, ctype: str) -> Mapping[str, Any] | None:
+    for cond in pod_status_of(pod).get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == ctype:
+            return cond
+    return None
+
+
+def pod_done(pod: K8sObject) -> bool:
+    return pod_status_of(pod).get("phase") in ("Succeeded", "Failed")
+
+
+def pod_terminating(pod: K8sObject) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def pod_started(pod: K8sObject) -> bool:
+    """True when the pod's sandbox exists, which the kubelet creates only after Prepare."""
+    if pod_status_of(pod).get("phase") in ("Running", "Succeeded"):
+        return True
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in pod_status_of(pod).get(key) or ():
+            if not isinstance(cs, Mapping):
+                continue
+            state = cs.get("state") or {}
+            if "running" in state or "terminated" in state:
+                return True
+            if "terminated" in (cs.get("lastState") or {}):
+                return True
+            if (state.get("waiting") or {}).get("reason") in _AFTER_SANDBOX_WAITING:
+                return True
+            if cs.get("containerID") or cs.get("imageID"):
+                return True
+    return False
+
+
+def pod_all_running(pod: K8sObject) -> bool:
+    statuses = container_statuses(pod)
+    if pod_status_of(pod).get("phase") == "Succeeded":
+        return True
+    return bool(statuses) and all("running" in (s.get("state") or {}) for s in statuses)
+
+
+def scheduled_at(pod: K8sObject) -> datetime | None:
+    cond = pod_condition(pod, "PodScheduled")
+    if cond is not None and cond.get("status") == "True":
+        if t := parse_time(cond.get("lastTransitionTime")):
+            return t
+    return parse_time(pod_status_of(pod).get("startTime")) or parse_time(
+        (pod.get("metadata") or {}).get("creationTimestamp")
+    )
+
+
+def claim_devices(claim: K8sObject) -> list[tuple[str, str, str, str]]:
+    """(request, driver, pool, slice device name) of every allocation result."""
+    return [
+        (
+            str(r.get("request") or ""),
+            str(r.get("driver") or ""),
+            str(r.get("pool") or ""),
+            str(r.get("device") or ""),
+        )
+        for r in allocated_devices(claim)
+    ]
+
+
+def class_names(claim: K8sObject) -> list[str]:
+    names: list[str] = []
+    for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+        if not isinstance(req, Mapping):
+            continue
+        exactly = req.get("exactly") or {}
+        if exactly.get("deviceClassName"):
+            names.append(str(exactly["deviceClassName"]))
+        for sub in req.get("firstAvailable") or ():
+            if isinstance(sub, Mapping) and sub.get("deviceClassName"):
+                names.append(str(sub["deviceClassName"]))
+    return list(dict.fromkeys(names))
+
+
+def _node_names_in_selector(selector: Mapping[str, Any] | None) -> set[str]:
+    out: set[str] = set()
+    for term in (selector or {}).get("nodeSelectorTerms") or ():
+        if not isinstance(term, Mapping):
+            continue
+        for req in list(term.get("matchFields") or ()) + list(term.get("matchExpressions") or ()):
+            if not isinstance(req, Mapping) or req.get("operator") != "In":
+                continue
+            if req.get("key") in ("metadata.name", "kubernetes.io/hostname"):
+                out.update(str(v) for v in req.get("values") or ())
+    return out
+
+
+@dataclass(slots=True)
+class RuleHit:
+    """A rule match on one evidence item, and what it was about."""
+
+    finding: Finding
+    pod: K8sObject | None = None
+    log_previous: bool = False
+    log_container: str = ""
+
+
+@dataclass(slots=True)
+class ClaimWalk:
+    """Everything one claim's walk reads, gathered once through the Snapshot's indexes."""
+
+    snapshot: Snapshot
+    claim: K8sObject
+    options: WalkOptions
+    pods: list[K8sObject]
+    rulebook: Any | None
+    synthesized: bool = False
+    _now: datetime | None = None
+    _now_done: bool = False
+    _hits: list[RuleHit] | None = None
+    _plugin: dict[str, ph.PluginHealth] = field(default_factory=dict)
+    _publication_nodes: list[str] | None = None
+    selection_cache: dict[tuple[str, str], list[Finding]] | None = None
+    """Shared by ``scan``: claims with the same spec in a namespace select alike."""
+
+    # identity -------------------------------------------------------------------------
+    @property
+    def claim_key(self) -> str:
+        return key_of(self.claim)
+
+    @property
+    def claim_uid(self) -> str:
+        return uid_of(self.claim)
+
+    @property
+    def allocation(self) -> Mapping[str, Any] | None:
+        alloc = (self.claim.get("status") or {}).get("allocation")
+        return alloc if isinstance(alloc, Mapping) and alloc else None
+
+    @property
+    def now(self) -> datetime | None:
+        if not self._now_done:
+            self._now = reference_now(self.snapshot, self.options.now)
+            self._now_done = True
+        return self._now
+
+    def older_than_threshold(self, since: datetime | None) -> bool | None:
+        """True/False when both ``since`` and now are known, else None."""
+        elapsed = age(since, self.now)
+        return None if elapsed is None else elapsed > self.options.stuck_after
+
+    # topology ----------------------------------------------------------------------------
+    def drivers(self) -> list[str]:
+        found = [d for _r, d, _p, _dev in claim_devices(self.claim) if d]
+        if not found:
+            for cls_name in class_names(self.claim):
+                cls = self.snapshot.device_class(cls_name)
+                for sel in ((cls or {}).get("spec") or {}).get("selectors") or ():
+                    expr = str(((sel or {}).get("cel") or {}).get("expression") or "")
+                    found += _DRIVER_IN_CEL.findall(expr)
+        return list(dict.fromkeys(found)) or [NVIDIA_DRIVER]
+
+    def nodes(self) -> list[str]:
+        nodes: set[str] = set()
+        if self.allocation:
+            nodes |= _node_names_in_selector(self.allocation.get("nodeSelector"))
+            for _req, driver, pool, _dev in claim_devices(self.claim):
+                for slc in self.snapshot.pool_slices(driver, pool):
+                    if node := (slc.get("spec") or {}).get("nodeName"):
+                        nodes.add(str(node))
+        for pod in self.pods:
+            if node := (pod.get("spec") or {}).get("nodeName"):
+                nodes.add(str(node))
+        return sorted(nodes)
+
+    def publication_nodes(self) -> list[str]:
+        """Nodes whose plugin matters: the claim's, or, while the claim's driver publishes
+        nothing at all, every node running a plugin pod (the cause is on one of them)."""
+        if self._publication_nodes is not None:
+            return self._publication_nodes
+        nodes = self.nodes()
+        if not nodes and not any(self.snapshot.slices_for(driver=d) for d in self.drivers()):
+            found = {
+                str((p.get("spec") or {}).get("nodeName"))
+                for p in self.snapshot.pods
+                if (p.get("spec") or {}).get("nodeName") and ph.is_plugin_pod(p)
+            }
+            nodes = sorted(found)[:MAX_PLUGIN_NODES]
+        self._publication_nodes = nodes
+        return nodes
+
+    def bound_pods(self) -> list[K8sObject]:
+        return [p for p in self.pods if (p.get("spec") or {}).get("nodeName")]
+
+    def prepared_on(self, node: str) -> bool:
+        return any(
+            (p.get("spec") or {}).get("nodeName") == node and pod_started(p) for p in self.pods
+        )
+
+    def plugin(self, node: str) -> ph.PluginHealth:
+        if node not in self._plugin:
+            self._plugin[node] = ph.plugin_health(self.snapshot, node)
+        return self._plugin[node]
+
+    # events and rule hits ---------------------------------------------------------------
+    def claim_events(self) -> list[K8sObject]:
+        if self.synthesized:
+            return []
+        return self.snapshot.events_for(
+            "ResourceClaim", namespace_of(self.claim), name_of(self.claim), self.claim_uid or None
+        )
+
+    def pod_events(self, pod: K8sObject) -> list[K8sObject]:
+        return self.snapshot.events_for("Pod", namespace_of(pod), name_of(pod), uid_of(pod) or None)
+
+    def hits(self) -> list[RuleHit]:
+        """Rule matches over this claim's events and logs, each tied to its pod."""
+        if self._hits is not None:
+            return self._hits
+        out: list[RuleHit] = []
+        match_events = optional_matcher("match_events")
+        match_logs = optional_matcher("match_logs")
+        if self.rulebook is not None and match_events is not None:
+            sources: list[tuple[K8sObject | None, list[K8sObject]]] = [(None, self.claim_events())]
+            sources += [(p, self.pod_events(p)) for p in self.pods]
+            for pod, events in sources:
+                for ev in events:
+                    for hit in match_events(self.rulebook, [ev]):
+                        out.append(RuleHit(finding=hit.to_finding(), pod=pod))
+        match_objects = optional_matcher("match_objects")
+        if self.rulebook is not None and match_objects is not None:
+            plugin_pods = [
+                h.pod for n in self.publication_nodes() if (h := self.plugin(n)).pod is not None
+            ]
+            for pod in [*plugin_pods, *self.pods]:
+                for hit in match_objects(self.rulebook, "Pod", [pod]):
+                    out.append(RuleHit(finding=hit.to_finding(), pod=pod))
+        if self.rulebook is not None and match_logs is not None:
+            for node in self.publication_nodes():
+                health = self.plugin(node)
+                for log in ph.plugin_logs(self.snapshot, health):
+                    for hit in match_logs(self.rulebook, [log]):
+                        out.append(
+                            RuleHit(
+                                finding=hit.to_finding(),
+                                pod=health.pod,
+                                log_previous=log.previous,
+                                log_container=log.container,
+                            )
+                        )
+            for pod in self.pods:
+                for log in self.snapshot.logs_for(namespace_of(pod), name_of(pod)):
+                    for hit in match_logs(self.rulebook, [log]):
+                        out.append(
+                            RuleHit(
+                                finding=hit.to_finding(),
+                                pod=pod,
+                                log_previous=log.previous,
+                                log_container=log.container,
+                            )
+                        )
+        self._hits = out
+        return out
+
+    def hits_for(self, phase: Phase) -> list[RuleHit]:
+        return [h for h in self.hits() if h.finding.phase is phase]
+
+    # coverage ---------------------------------------------------------------------------
+    def collected(self, kind: Kind) -> bool:
+        return self.snapshot.is_collected(kind)
+
+    def not_collected(self, phase: Phase, kinds: Sequence[Kind], needed_for: str) -> Finding:
+        """The finding of a phase that cannot be decided: which kinds, why, which errors."""
+        reasons = []
+        evidence = []
+        for kind in kinds:
+            record = self.snapshot.coverage[kind]
+            reasons.append(f"{kind.value}: {record.reason or 'not collected'}")
+            resource = _RESOURCE_OF_KIND[kind]
+            for err in self.snapshot.errors:
+                if err.resource == resource or err.resource.endswith("/" + resource):
+                    status = f" ({err.status})" if err.status else ""
+                    where = f" in {err.namespace}" if err.namespace else ""
+                    evidence.append(
+                        Evidence(
+                            source=EvidenceSource.OBJECT,
+                            ref=f"collection error: {err.verb} {err.resource}{where}",
+                            excerpt=f"{err.reason}{status}",
+                        )
+                    )
+        names = ", ".join(k.value for k in kinds)
+        return Finding(
+            rule=NOT_COLLECTED[phase],
+            phase=phase,
+            severity=Severity.WARNING,
+            title=f"evidence for {phase.value} was not collected",
+            detail=f"{needed_for}, but the snapshot holds no {names} it can rely on "
+            f"({'; '.join(reasons)}). dradiag will not call this phase healthy.",
+            evidence=tuple(evidence),
+            next=(
+                f"collect {names} (kubectl get {' '.join(_RESOURCE_OF_KIND[k] for k in kinds)} "
+                "-o yaml) or rerun with read access to them",
+            ),
+        )
+
+
+def pod_claim_names(walk: ClaimWalk, pod: K8sObject) -> list[str]:
+    """The pod's claim entries that name this claim (the template's for a synthesized one)."""
+    if walk.synthesized:
+        annotations = (walk.claim.get("metadata") or {}).get("annotations") or {}
+        return [str(annotations.get("resource.kubernetes.io/pod-claim-name", ""))]
+    return pod_claim_names_for(walk.snapshot, pod, walk.claim)
+
+
+def containers_given_devices(walk: ClaimWalk, pod: K8sObject) -> set[str]:
+    """Containers the kubelet hands this claim's CDI devices: they list the claim, and not
+    only under request names the claim does not have."""
+    names = pod_claim_names(walk, pod)
+    if not names:
+        return set()
+    wired = wiring.analyze_pod_wiring(pod, walk.claim, names)
+    unknown = set(wired.unknown_requests)
+    return {
+        use.container
+        for use in wired.using
+        if any((use.container, r) not in unknown for r in use.requests)
+    }

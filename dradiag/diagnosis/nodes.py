@@ -1,0 +1,167 @@
+"""Node-level publication problems that belong to no claim (``scan``): GPU nodes, their plugins, pools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dradiag.analyses import plugin_health as ph
+from dradiag.diagnosis.context import (
+    NVIDIA_DRIVER,
+    WalkOptions,
+    optional_matcher,
+    optional_rulebook,
+)
+from dradiag.diagnosis.findings import as_historical, phase_result
+from dradiag.diagnosis.model import (
+    Diagnosis,
+    Evidence,
+    EvidenceSource,
+    Finding,
+    Phase,
+    PhaseStatus,
+    Severity,
+    Target,
+)
+from dradiag.diagnosis.phases.publication import pool_finding
+from dradiag.diagnosis.rule_ids import PUB_NODE_NO_SLICES
+from dradiag.diagnosis.verdict import decide_verdict
+from dradiag.snapshot.model import (
+    K8sObject,
+    Kind,
+    Snapshot,
+    name_of,
+)
+
+GPU_NODE_LABELS: Mapping[str, str] = {
+    "nvidia.com/gpu.present": "true",
+    "feature.node.kubernetes.io/pci-10de.present": "true",
+    "feature.node.kubernetes.io/pci-0302_10de.present": "true",
+    "feature.node.kubernetes.io/pci-0300_10de.present": "true",
+    "feature.node.kubernetes.io/cpu-model.vendor_id": "NVIDIA",
+}
+"""Labels the kubelet-plugin DaemonSet's node affinity accepts (nvidia-driver-facts §5.1)."""
+
+
+def is_gpu_node(node: K8sObject) -> bool:
+    """True when NFD or the GPU Operator labelled the node as having NVIDIA GPUs."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return any(str(labels.get(k)).lower() == v.lower() for k, v in GPU_NODE_LABELS.items())
+
+
+def diagnose_node(
+    snapshot: Snapshot,
+    node: str,
+    *,
+    options: WalkOptions | None = None,
+    pool_problems_by_node: Mapping[str, Sequence[Any]] | None = None,
+) -> Diagnosis:
+    """The publication phase of one node: slices, pools, the kubelet plugin and its logs.
+
+    For ``scan``: problems that belong to no claim yet (a GPU node publishing nothing, a
+    crash-looping plugin, an incomplete pool) are what the next claim there will hit.
+    """
+    del options  # node publication has no time-based checks yet
+    phase = Phase.PUBLICATION
+    rulebook = optional_rulebook()
+    findings: list[Finding] = []
+    health = ph.plugin_health(snapshot, node)
+    node_slices = snapshot.slices_for(node=node, driver=NVIDIA_DRIVER)
+    node_obj = snapshot.node(node)
+    if (
+        not node_slices
+        and snapshot.is_collected(Kind.RESOURCE_SLICE)
+        and ((node_obj is not None and is_gpu_node(node_obj)) or health.pod is not None)
+    ):
+        findings.append(
+            Finding(
+                rule=PUB_NODE_NO_SLICES,
+                phase=phase,
+                severity=Severity.ERROR,
+                title="the node publishes no ResourceSlice for the driver",
+                detail=f"Node {node} "
+                + (
+                    "is labelled as an NVIDIA GPU node"
+                    if node_obj is not None and is_gpu_node(node_obj)
+                    else "runs a DRA kubelet-plugin pod"
+                )
+                + f" but no ResourceSlice of {NVIDIA_DRIVER} names it: claims cannot get its GPUs."
+                + (
+                    f" Plugin state: {health.state.value}."
+                    if health.state is not ph.PluginState.NOT_COLLECTED
+                    else ""
+                ),
+                evidence=(
+                    Evidence(
+                        source=EvidenceSource.OBJECT,
+                        ref=f"ResourceSlices with spec.nodeName={node}",
+                        excerpt=f"none for {NVIDIA_DRIVER}",
+                    ),
+                ),
+                next=(f"kubectl get resourceslices --field-selector spec.nodeName={node}",),
+                identifiers=(("node", node),),
+            )
+        )
+    hits: list[Finding] = []
+    if rulebook is not None and health.pod is not None:
+        match_objects = optional_matcher("match_objects")
+        match_logs = optional_matcher("match_logs")
+        if match_objects is not None:
+            hits += [h.to_finding() for h in match_objects(rulebook, "Pod", [health.pod])]
+        if match_logs is not None:
+            for log in ph.plugin_logs(snapshot, health):
+                for h in match_logs(rulebook, [log]):
+                    f = h.to_finding()
+                    hits.append(
+                        as_historical(f, "the plugin has since restarted and runs")
+                        if log.previous and health.healthy
+                        else f
+                    )
+    hits = [h for h in hits if h.phase is phase]
+    matched = {h.rule for h in hits}
+    if health.state is not ph.PluginState.MISSING or (
+        node_obj is not None and is_gpu_node(node_obj)
+    ):
+        findings += [
+            f
+            for f in ph.plugin_findings(health, blocking=True, has_slices=bool(node_slices))
+            if f.rule not in matched
+        ]
+    findings += hits
+    for problem in (pool_problems_by_node or {}).get(node, ()):
+        findings.append(pool_finding(problem, blocking=True))
+    result = phase_result(rulebook, phase, findings, PhaseStatus.OK, NVIDIA_DRIVER)
+    target = Target(kind="Node", name=node)
+    return Diagnosis(target=target, verdict=decide_verdict(target, (result,)), phases=(result,))
+
+
+def scan_nodes(snapshot: Snapshot, *, options: WalkOptions | None = None) -> list[Diagnosis]:
+    """Node-level publication problems: GPU nodes publishing nothing, unhealthy plugins,
+    incomplete or invalid pools."""
+    from dradiag.diagnosis.model import VerdictStatus
+
+    by_node: dict[str, list[Any]] = {}
+    try:
+        from dradiag.analyses.pools import pool_problems
+    except ImportError:
+        pool_problems = None  # type: ignore[assignment]
+    if pool_problems is not None and snapshot.is_collected(Kind.RESOURCE_SLICE):
+        for problem in pool_problems(snapshot):
+            if problem.kind == "stale":
+                continue
+            for problem_node in problem.nodes or ("",):
+                by_node.setdefault(problem_node, []).append(problem)
+    nodes: set[str] = {n for n in by_node if n}
+    for node_obj in snapshot.nodes:
+        if is_gpu_node(node_obj):
+            nodes.add(name_of(node_obj))
+    for pod in snapshot.pods:
+        pod_node = (pod.get("spec") or {}).get("nodeName")
+        if pod_node and ph.is_plugin_pod(pod):
+            nodes.add(str(pod_node))
+    out = []
+    for node in sorted(nodes):
+        diagnosis = diagnose_node(snapshot, node, options=options, pool_problems_by_node=by_node)
+        if diagnosis.verdict.status is not VerdictStatus.OK:
+            out.append(diagnosis)
+    return out

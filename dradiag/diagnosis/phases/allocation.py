@@ -1,0 +1,387 @@
+"""Phase 3, allocation: the scheduler allocates and reserves the claim."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from dradiag.analyses import wiring
+from dradiag.analyses.timeline import (
+    age,
+    format_age,
+    parse_time,
+)
+from dradiag.diagnosis import placement
+from dradiag.diagnosis.context import (
+    ClaimWalk,
+    claim_devices,
+    pod_condition,
+    pod_done,
+    pod_key,
+    pod_status_of,
+    pod_terminating,
+)
+from dradiag.diagnosis.findings import as_historical, event_evidence, phase_result
+from dradiag.diagnosis.model import (
+    Evidence,
+    EvidenceSource,
+    Finding,
+    Phase,
+    PhaseResult,
+    PhaseStatus,
+    Severity,
+)
+from dradiag.diagnosis.rule_ids import (
+    ALLOC_BOUND_UNALLOCATED,
+    ALLOC_CLAIM_NOT_CREATED,
+    ALLOC_NO_CONSUMER,
+    ALLOC_NODE_AFFINITY,
+    ALLOC_PENDING_SILENT,
+    ALLOC_UNSCHEDULABLE,
+)
+from dradiag.snapshot.model import (
+    K8sObject,
+    Kind,
+    name_of,
+    namespace_of,
+    uid_of,
+)
+
+_NODES_AVAILABLE = re.compile(r"0/(?P<total>\d+) nodes are available:(?P<rest>.*)", re.S)
+
+
+def decompose_fit_error(message: str) -> list[tuple[int, str]]:
+    """``0/N nodes are available: 3 reason a, 2 reason b.`` → [(3, "reason a"), ...].
+
+    The scheduler's FitError lists per-node reasons sorted, comma-separated, after an
+    optional PreFilter message (k8s-dra-semantics §5.1); only the counted parts are kept.
+    """
+    m = _NODES_AVAILABLE.search(message)
+    if not m:
+        return []
+    head = m.group("rest").split(" preemption:", 1)[0]
+    out = []
+    for part in re.split(r"[,.]\s+", head):
+        part = part.strip().rstrip(".")
+        count, _, reason = part.partition(" ")
+        if count.isdigit() and reason:
+            out.append((int(count), reason.strip()))
+    return out
+
+
+def _allocation_simulation(walk: ClaimWalk) -> tuple[list[Finding], list[str]] | None:
+    """The simulator's findings for the claim, and the nodes where it fits now."""
+    try:
+        allocation = importlib.import_module("dradiag.analyses.allocation")
+    except ImportError:
+        return None
+    explain = getattr(allocation, "explain_across_nodes", None)
+    if explain is None:
+        return None
+    try:
+        explanation = explain(walk.snapshot, [walk.claim])
+    except TypeError:
+        return None
+    findings = getattr(explanation, "findings", None)
+    if not callable(findings):
+        return None
+    return list(findings()), list(getattr(explanation, "fitting_nodes", None) or [])
+
+
+_AFFINITY_MISMATCH = "didn't match Pod's node affinity/selector"
+
+
+def _node_affinity_findings(
+    walk: ClaimWalk, pods: Sequence[K8sObject], fits: Sequence[str]
+) -> list[Finding]:
+    """Pods whose node selector or required affinity excludes every node where the claim fits.
+
+    The scheduler filters nodes by the pod's placement before the allocator looks at them
+    (k8s-dra-semantics §5.1), so devices free only on excluded nodes do not count. Decided
+    only when every fitting node's Node object is readable (its labels prove exclusion).
+    """
+    if not fits or not walk.collected(Kind.NODE):
+        return []
+    nodes = {n: walk.snapshot.node(n) for n in fits}
+    if any(obj is None for obj in nodes.values()):
+        return []
+    out = []
+    for pod in pods:
+        if not placement.has_node_selection(pod):
+            continue
+        why = {n: placement.placement_mismatch(pod, obj) for n, obj in nodes.items() if obj}
+        if not all(why.values()):
+            continue
+        shown = sorted(why)[:5]
+        evidence = [
+            Evidence(
+                source=EvidenceSource.OBJECT,
+                ref=f"Pod {pod_key(pod)} .spec.nodeSelector/.spec.affinity",
+                excerpt=placement.describe_selection(pod),
+            ),
+            *(
+                Evidence(
+                    source=EvidenceSource.OBJECT,
+                    ref=f"Node {n} .metadata.labels",
+                    excerpt=f"excluded: {why[n]}",
+                )
+                for n in shown
+            ),
+        ]
+        events = [e for e in walk.pod_events(pod) if e.get("reason") == "FailedScheduling"]
+        if events and _AFFINITY_MISMATCH in str(events[-1].get("message") or ""):
+            evidence.append(event_evidence(events[-1]))
+        where = ", ".join(shown) + (f" (+{len(fits) - len(shown)} more)" if len(fits) > 5 else "")
+        out.append(
+            Finding(
+                rule=ALLOC_NODE_AFFINITY,
+                phase=Phase.ALLOCATION,
+                severity=Severity.ERROR,
+                title="the nodes that have matching devices are excluded by the pod's placement",
+                detail=f"The allocator finds devices for ResourceClaim {walk.claim_key} only on "
+                f"{where}, but pod {pod_key(pod)} may not run there: "
+                + "; ".join(f"{n}: {why[n]}" for n in shown)
+                + ". The scheduler filters those nodes out before it allocates devices, so the "
+                "claim stays unallocated however many devices are free.",
+                evidence=tuple(evidence),
+                next=(
+                    f"kubectl get pod -n {namespace_of(pod)} {name_of(pod)} "
+                    "-o jsonpath='{.spec.nodeSelector} {.spec.affinity.nodeAffinity}'",
+                    f"kubectl get node {shown[0]} --show-labels",
+                ),
+                identifiers=(("pod", pod_key(pod)), *(("node", n) for n in shown)),
+            )
+        )
+    return out
+
+
+def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> PhaseResult:
+    """``status.allocation`` and the reservation for each pod, or why the scheduler failed."""
+    phase = Phase.ALLOCATION
+    findings: list[Finding] = []
+    hits = walk.hits_for(phase)
+    if walk.allocation is not None:
+        for pod in walk.bound_pods():
+            if pod_done(pod) or pod_terminating(pod):
+                continue
+            if (f := wiring.reservation_finding(walk.claim, pod)) is not None:
+                findings.append(f)
+        findings += [as_historical(h.finding, "the claim is now allocated") for h in hits]
+        devices = claim_devices(walk.claim)
+        summary = "allocated " + ", ".join(f"{pool}/{dev}" for _r, _d, pool, dev in devices)
+        return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)
+    if walk.synthesized:
+        return phase_result(
+            walk.rulebook, phase, not_created_findings(walk), PhaseStatus.NOT_REACHED
+        )
+    if not walk.pods:
+        if not walk.collected(Kind.POD):
+            return phase_result(
+                walk.rulebook,
+                phase,
+                [walk.not_collected(phase, [Kind.POD], "Allocation happens for a pod")],
+                PhaseStatus.UNKNOWN,
+            )
+        findings.append(
+            Finding(
+                rule=ALLOC_NO_CONSUMER,
+                phase=phase,
+                severity=Severity.INFO,
+                title="no pod uses the claim yet",
+                detail=f"ResourceClaim {walk.claim_key} is not allocated and no pod references "
+                "it: the scheduler allocates a claim only while scheduling a pod that uses it.",
+                next=(
+                    f"kubectl get pods -n {namespace_of(walk.claim)} -o json | jq '.items[] | "
+                    f'select(.spec.resourceClaims[]?.resourceClaimName=="{name_of(walk.claim)}")'
+                    " | .metadata.name'",
+                ),
+            )
+        )
+        return phase_result(
+            walk.rulebook, phase, findings, PhaseStatus.NOT_REACHED, "no consumer pod"
+        )
+    for pod in walk.bound_pods():
+        if pod_done(pod):
+            continue
+        node = (pod.get("spec") or {}).get("nodeName")
+        findings.append(
+            Finding(
+                rule=ALLOC_BOUND_UNALLOCATED,
+                phase=phase,
+                severity=Severity.ERROR,
+                title="the pod is bound to a node but its claim is not allocated",
+                detail=f"Pod {pod_key(pod)} runs on node {node} while ResourceClaim "
+                f"{walk.claim_key} has no status.allocation: the pod bypassed the scheduler "
+                "(spec.nodeName set directly), so nothing allocated its devices; the kubelet "
+                "fails Prepare with 'claim ... not allocated'.",
+                evidence=(
+                    Evidence(
+                        source=EvidenceSource.OBJECT,
+                        ref=f"ResourceClaim {walk.claim_key} .status.allocation",
+                        excerpt="absent",
+                    ),
+                ),
+                next=(
+                    f"kubectl get pod -n {namespace_of(pod)} {name_of(pod)} "
+                    "-o jsonpath='{.spec.schedulerName} {.spec.nodeName}'",
+                ),
+                identifiers=(("pod UID", uid_of(pod)), ("claim UID", walk.claim_uid)),
+            )
+        )
+    pending = [
+        p for p in walk.pods if not (p.get("spec") or {}).get("nodeName") and not pod_done(p)
+    ]
+    findings += [h.finding for h in hits]
+    matched_pods = {id(h.pod) for h in hits if h.pod is not None}
+    saw_evidence = bool(hits)
+    for pod in pending:
+        cond = pod_condition(pod, "PodScheduled")
+        message = str((cond or {}).get("message") or "")
+        events = [e for e in walk.pod_events(pod) if e.get("reason") == "FailedScheduling"]
+        if cond is not None and cond.get("status") == "False" and message:
+            saw_evidence = True
+        if events:
+            saw_evidence = True
+            message = message or str(events[-1].get("message") or "")
+        if id(pod) in matched_pods or not message:
+            continue
+        parts = decompose_fit_error(message)
+        breakdown = "; ".join(f"{n} node(s): {r}" for n, r in parts)
+        evidence = [
+            Evidence(
+                source=EvidenceSource.OBJECT,
+                ref=f"Pod {pod_key(pod)} .status.conditions[PodScheduled]",
+                excerpt=f"{(cond or {}).get('reason') or ''}: {message[:600]}",
+            )
+        ]
+        if events:
+            evidence.append(event_evidence(events[-1]))
+        findings.append(
+            Finding(
+                rule=ALLOC_UNSCHEDULABLE,
+                phase=phase,
+                severity=Severity.ERROR,
+                title="the scheduler cannot place the pod with its claim",
+                detail=f"Pod {pod_key(pod)} is unschedulable and ResourceClaim "
+                f"{walk.claim_key} is not allocated."
+                + (f" Per node: {breakdown}." if breakdown else f" Scheduler: {message[:300]}"),
+                evidence=tuple(evidence),
+                next=(
+                    f"dradiag simulate --node <node> --claim {walk.claim_key}  (the allocator explained)",
+                    f"kubectl get events -n {namespace_of(pod)} --field-selector "
+                    f"involvedObject.name={name_of(pod)},reason=FailedScheduling",
+                ),
+                identifiers=(("pod", pod_key(pod)),),
+            )
+        )
+    # The simulator explains an allocation failure; when selection already broke (nothing
+    # matches), the verdict is decided earlier and the simulation would only repeat it. When
+    # selection is unknown (classes or slices not collected), the simulator would read the
+    # missing objects as absent ("could not retrieve device class"): it does not run either.
+    selection_undecided = selection is not None and selection.status in (
+        PhaseStatus.BROKEN,
+        PhaseStatus.UNKNOWN,
+    )
+    if walk.options.simulate and pending and not selection_undecided:
+        simulated = _allocation_simulation(walk)
+        if simulated is not None:
+            findings += simulated[0]
+            findings += _node_affinity_findings(walk, pending, simulated[1])
+    if any(f.severity is Severity.ERROR for f in findings):
+        return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK)
+    if not saw_evidence and pending:
+        if not walk.collected(Kind.EVENT):
+            findings.append(
+                walk.not_collected(
+                    phase,
+                    [Kind.EVENT],
+                    "The pod is pending and its scheduling failure is reported in events",
+                )
+            )
+            return phase_result(walk.rulebook, phase, findings, PhaseStatus.UNKNOWN)
+        oldest = min(
+            (parse_time((p.get("metadata") or {}).get("creationTimestamp")) for p in pending),
+            key=lambda t: t or datetime.max.replace(tzinfo=None),
+            default=None,
+        )
+        stuck = walk.older_than_threshold(oldest)
+        if stuck:
+            findings.append(
+                Finding(
+                    rule=ALLOC_PENDING_SILENT,
+                    phase=phase,
+                    severity=Severity.ERROR,
+                    title="the pod has been pending without any scheduler verdict",
+                    detail=f"Pod {pod_key(pending[0])} has been pending for "
+                    f"{format_age(age(oldest, walk.now) or timedelta())} with no FailedScheduling "
+                    "event and no PodScheduled condition. The scheduler's PreEnqueue check "
+                    "(claim missing, being deleted, or not owned by the pod) rejects silently.",
+                    evidence=(
+                        Evidence(
+                            source=EvidenceSource.OBJECT,
+                            ref=f"Pod {pod_key(pending[0])} .status",
+                            excerpt=f"phase: {pod_status_of(pending[0]).get('phase') or 'Pending'}; "
+                            "no PodScheduled condition",
+                        ),
+                    ),
+                    next=(
+                        f"kubectl get pod -n {namespace_of(pending[0])} {name_of(pending[0])} "
+                        "-o jsonpath='{.spec.schedulerName}'",
+                        f"kubectl get resourceclaim -n {namespace_of(walk.claim)} {name_of(walk.claim)} "
+                        "-o jsonpath='{.metadata.deletionTimestamp} {.metadata.ownerReferences}'",
+                    ),
+                )
+            )
+            return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK)
+        return phase_result(
+            walk.rulebook, phase, findings, PhaseStatus.NOT_REACHED, "waiting for the scheduler"
+        )
+    base = PhaseStatus.NOT_REACHED if not pending else PhaseStatus.WARN
+    return phase_result(walk.rulebook, phase, findings, base)
+
+
+def not_created_findings(walk: ClaimWalk) -> list[Finding]:
+    """The generated claim does not exist yet (template claim, k8s-dra-semantics §6)."""
+    pods = walk.pods
+    pod = pods[0] if pods else None
+    if pod is None:
+        return []
+    findings: list[Finding] = []
+    ev = [e for e in walk.pod_events(pod) if e.get("reason") == "FailedResourceClaimCreation"]
+    created = parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+    stuck = walk.older_than_threshold(created)
+    template = ((walk.claim.get("metadata") or {}).get("annotations") or {}).get(
+        "dradiag.io/synthesized-from-template", ""
+    )
+    if ev or stuck:
+        findings.append(
+            Finding(
+                rule=ALLOC_CLAIM_NOT_CREATED,
+                phase=Phase.ALLOCATION,
+                severity=Severity.ERROR,
+                title="the pod's generated ResourceClaim was never created",
+                detail=f"Pod {pod_key(pod)} uses template {namespace_of(pod)}/{template}, "
+                "but no ResourceClaim was generated for it"
+                + (f" after {format_age(age(created, walk.now) or timedelta())}" if stuck else "")
+                + "; the scheduler waits silently ('ResourceClaim not created yet'). "
+                "The diagnosis reads the template's spec instead.",
+                evidence=tuple(event_evidence(e) for e in ev[-2:])
+                or (
+                    Evidence(
+                        source=EvidenceSource.OBJECT,
+                        ref=f"Pod {pod_key(pod)} .status.resourceClaimStatuses",
+                        excerpt="no entry for the pod claim",
+                    ),
+                ),
+                next=(
+                    f"kubectl get events -n {namespace_of(pod)} --field-selector "
+                    f"involvedObject.name={name_of(pod)},reason=FailedResourceClaimCreation",
+                    "kubectl logs -n kube-system -l component=kube-controller-manager | grep -i "
+                    "resourceclaim",
+                ),
+                identifiers=(("pod UID", uid_of(pod)),),
+            )
+        )
+    return findings

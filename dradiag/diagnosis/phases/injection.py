@@ -1,0 +1,374 @@
+"""Phase 5, injection: CDI spec to runtime to container creation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from dradiag.analyses import plugin_health as ph
+from dradiag.analyses.timeline import (
+    parse_time,
+)
+from dradiag.diagnosis.context import (
+    NVIDIA_DRIVER,
+    ClaimWalk,
+    RuleHit,
+    claim_devices,
+    container_statuses,
+    containers_given_devices,
+    pod_all_running,
+    pod_done,
+    pod_key,
+    pod_started,
+    pod_status_of,
+)
+from dradiag.diagnosis.findings import as_historical, phase_result
+from dradiag.diagnosis.model import (
+    Evidence,
+    EvidenceSource,
+    Finding,
+    Phase,
+    PhaseResult,
+    PhaseStatus,
+    Severity,
+)
+from dradiag.diagnosis.rule_ids import INJ_CDI_NOT_APPLIED, INJ_CDI_SPEC_MISSING, INJ_CREATE_FAILED
+from dradiag.snapshot.model import (
+    K8sObject,
+    Kind,
+    name_of,
+    namespace_of,
+)
+
+_INJECTION_WAITING = frozenset({"CreateContainerError", "RunContainerError"})
+
+
+def _cdi_ids(walk: ClaimWalk) -> list[str]:
+    return [
+        f"k8s.{driver}/claim={walk.claim_uid}-{dev}"
+        for _r, driver, _p, dev in claim_devices(walk.claim)
+        if driver == NVIDIA_DRIVER and walk.claim_uid
+    ]
+
+
+def phase_injection(walk: ClaimWalk, prepare: PhaseResult) -> PhaseResult:
+    """The runtime created the containers with the claim's CDI devices."""
+    phase = Phase.INJECTION
+    if walk.allocation is not None and not walk.collected(Kind.POD):
+        return phase_result(
+            walk.rulebook,
+            phase,
+            [
+                walk.not_collected(
+                    phase,
+                    [Kind.POD],
+                    "Injection is read from the container states of the claim's pods",
+                )
+            ],
+            PhaseStatus.UNKNOWN,
+        )
+    started = [p for p in walk.bound_pods() if pod_started(p)]
+    if (
+        prepare.status is not PhaseStatus.OK
+        and prepare.status is not PhaseStatus.WARN
+        or not started
+    ):
+        return phase_result(walk.rulebook, phase, [], PhaseStatus.NOT_REACHED)
+    findings: list[Finding] = []
+    hits_by_pod: dict[int, list[RuleHit]] = {}
+    for h in walk.hits_for(phase):
+        hits_by_pod.setdefault(id(h.pod), []).append(h)
+    cdi = _cdi_ids(walk)
+    for pod in started:
+        pod_hits = hits_by_pod.get(id(pod), [])
+        failing = [
+            cs
+            for cs in container_statuses(pod)
+            if ((cs.get("state") or {}).get("waiting") or {}).get("reason") in _INJECTION_WAITING
+        ]
+        if pod_all_running(pod) or (pod_done(pod) and not failing):
+            findings += [as_historical(h.finding, "the containers run") for h in pod_hits]
+            continue
+        findings += [h.finding for h in pod_hits]
+        if pod_hits or not failing:
+            continue
+        for cs in failing:
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            findings.append(
+                Finding(
+                    rule=INJ_CREATE_FAILED,
+                    phase=phase,
+                    severity=Severity.ERROR,
+                    title="the runtime could not create the container",
+                    detail=f"Container {cs.get('name')!r} of pod {pod_key(pod)} is waiting with "
+                    f"{waiting.get('reason')}: {str(waiting.get('message') or '')[:500]}",
+                    evidence=(
+                        Evidence(
+                            source=EvidenceSource.OBJECT,
+                            ref=f"Pod {pod_key(pod)} .status.containerStatuses[{cs.get('name')}]",
+                            excerpt=f"{waiting.get('reason')}: {str(waiting.get('message') or '')[:400]}",
+                        ),
+                    ),
+                    next=(
+                        f"kubectl describe pod -n {namespace_of(pod)} {name_of(pod)}",
+                        f"ls /var/run/cdi/k8s.gpu.nvidia.com-claim_{walk.claim_uid}.yaml on the node",
+                    ),
+                    identifiers=tuple(("CDI device ID", c) for c in cdi[:4]),
+                )
+            )
+    findings += _cdi_spec_missing(walk, started)
+    findings += _cdi_not_applied(walk, started)
+    summary = f"CDI {', '.join(cdi[:2])}" + (" …" if len(cdi) > 2 else "") if cdi else ""
+    return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)
+
+
+def _container_spec(pod: K8sObject, name: str) -> Mapping[str, Any]:
+    spec = pod.get("spec") or {}
+    for c in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
+        if isinstance(c, Mapping) and c.get("name") == name:
+            return c
+    return {}
+
+
+def _container_status(pod: K8sObject, name: str) -> Mapping[str, Any]:
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in pod_status_of(pod).get(key) or ():
+            if isinstance(cs, Mapping) and cs.get("name") == name:
+                return cs
+    return {}
+
+
+_HIDING_ENV = {
+    "NVIDIA_VISIBLE_DEVICES": ("void", "none", ""),
+    "CUDA_VISIBLE_DEVICES": ("", "-1", "none"),
+}
+"""Container env values that hide the GPU from the workload whatever the runtime injects."""
+
+
+def _hides_gpu(container: Mapping[str, Any]) -> str:
+    for env in container.get("env") or ():
+        if not isinstance(env, Mapping) or "valueFrom" in env:
+            continue
+        hidden = _HIDING_ENV.get(str(env.get("name") or ""))
+        if hidden is not None and str(env.get("value") or "").strip().lower() in hidden:
+            return f"{env.get('name')}={env.get('value') or ''}"
+    return ""
+
+
+_NO_DEVICE_RULES = frozenset({"DRA-WORK-NO-CUDA-DEVICE", "DRA-WORK-NVIDIA-SMI-FAILED"})
+"""Workload signatures that mean no GPU reached the container at all."""
+
+
+def _cdi_not_applied(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Finding]:
+    """A container that lists the claim, started after Prepare succeeded, and sees no GPU.
+
+    The kubelet passed the claim's CDI device IDs with the container (it lists the claim);
+    a runtime without CDI enabled (containerd before 1.7 or ``enable_cdi = false``,
+    cri-dockerd) drops them silently and starts the container anyway (peers §6 P4). A
+    container whose own env hides the GPU (``NVIDIA_VISIBLE_DEVICES=void``) is left out.
+    """
+    hits = [
+        h
+        for h in walk.hits_for(Phase.WORKLOAD)
+        if h.finding.rule in _NO_DEVICE_RULES and h.pod is not None and h.log_container
+    ]
+    out: list[Finding] = []
+    for pod in started:
+        pod_hits = [h for h in hits if h.pod is pod]
+        if not pod_hits:
+            continue
+        given = containers_given_devices(walk, pod)
+        reported: set[str] = set()
+        for hit in pod_hits:
+            name = hit.log_container
+            if name not in given or name in reported:
+                continue
+            running = "running" in (_container_status(pod, name).get("state") or {})
+            if hit.log_previous and running:
+                continue  # an earlier instance's complaint; the current one may see the GPU
+            hiding = _hides_gpu(_container_spec(pod, name))
+            if hiding:
+                continue
+            reported.add(name)
+            node = (pod.get("spec") or {}).get("nodeName")
+            out.append(
+                Finding(
+                    rule=INJ_CDI_NOT_APPLIED,
+                    phase=Phase.INJECTION,
+                    severity=Severity.ERROR,
+                    title="the runtime started the container without applying the claim's CDI "
+                    "devices",
+                    detail=f"Container {name!r} of pod {pod_key(pod)} lists ResourceClaim "
+                    f"{walk.claim_key} in resources.claims and the claim was prepared on node "
+                    f"{node} (the container started), yet the container sees no GPU "
+                    f"({hit.finding.title}). The kubelet passed the claim's CDI device IDs; a "
+                    "runtime without CDI enabled drops them silently and starts the container "
+                    "without the device nodes and driver libraries.",
+                    evidence=(
+                        *hit.finding.evidence[:1],
+                        Evidence(
+                            source=EvidenceSource.OBJECT,
+                            ref=f"Pod {pod_key(pod)} .spec.containers[{name}].resources.claims",
+                            excerpt=str(
+                                list(
+                                    (_container_spec(pod, name).get("resources") or {}).get(
+                                        "claims"
+                                    )
+                                    or []
+                                )
+                            ),
+                        ),
+                    ),
+                    next=(
+                        f"grep -n -A3 enable_cdi /etc/containerd/config.toml on {node}  "
+                        "(containerd >= 1.7 with enable_cdi = true, or CRI-O)",
+                        f"kubectl exec -n {namespace_of(pod)} {name_of(pod)} -c {name} -- "
+                        "ls -l /dev/nvidia*",
+                        f"kubectl get node {node} "
+                        "-o jsonpath='{.status.nodeInfo.containerRuntimeVersion}'",
+                    ),
+                    identifiers=(
+                        ("pod", pod_key(pod)),
+                        ("container", name),
+                        *(("CDI device ID", c) for c in _cdi_ids(walk)[:2]),
+                    ),
+                )
+            )
+    return out
+
+
+_UNRESOLVABLE_CDI = re.compile(r"unresolvable CDI devices (?P<ids>.+)$")
+
+
+_PREPARE_SKIPPED = "Skip prepare: claim already in PrepareCompleted state"
+
+
+def _unresolved_ids(message: str) -> list[str]:
+    m = _UNRESOLVABLE_CDI.search(message.strip())
+    if not m:
+        return []
+    return [i.strip() for i in m.group("ids").split(",") if i.strip()]
+
+
+def _cdi_spec_missing(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Finding]:
+    """The runtime cannot resolve CDI devices of the claim that the same container was
+    created with before, on the same node: the spec file is gone, not CDI support.
+
+    ``/var/run/cdi`` is a tmpfs: a reboot empties it, and the plugin, whose checkpoint
+    still holds the claim as PrepareCompleted, does not write the spec again (Prepare is
+    idempotent; nvidia-driver-facts §6, §7, §12 #14). An earlier successful start of this
+    container rules out the other causes of ``unresolvable CDI devices`` (CDI disabled in
+    the runtime, another spec directory). Without the node probe the file itself cannot be
+    listed, so the evidence is the container's history, the node's restart and the plugin's
+    skipped Prepare.
+    """
+    out: list[Finding] = []
+    for pod in started:
+        given = containers_given_devices(walk, pod)
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        for cs in container_statuses(pod):
+            name = str(cs.get("name") or "")
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            if name not in given or waiting.get("reason") not in _INJECTION_WAITING:
+                continue
+            ids = _unresolved_ids(str(waiting.get("message") or ""))
+            mine = [i for i in ids if "/claim=" not in i or f"/claim={walk.claim_uid}-" in i]
+            before = (cs.get("lastState") or {}).get("terminated") or {}
+            if not mine or not before.get("startedAt"):
+                continue
+            ran_from = parse_time(before.get("startedAt"))
+            message = str(waiting.get("message") or "")[:300]
+            evidence = [
+                Evidence(
+                    source=EvidenceSource.OBJECT,
+                    ref=f"Pod {pod_key(pod)} .status.containerStatuses[{name}]",
+                    excerpt=f"waiting {waiting.get('reason')}: {message}; lastState.terminated: "
+                    f"started {before.get('startedAt')}, finished {before.get('finishedAt')} "
+                    f"({before.get('reason') or 'exit'} {before.get('exitCode')})",
+                )
+            ]
+            rebooted = ""
+            node_obj = walk.snapshot.node(node) if node else None
+            ready = _node_ready_since(node_obj) if node_obj is not None else None
+            if ready is not None and ran_from is not None and ready > ran_from:
+                rebooted = (
+                    f" Node {node} became Ready again at {ready:%Y-%m-%dT%H:%M:%SZ}, after the "
+                    "container had started: a node restart empties /var/run/cdi."
+                )
+                evidence.append(
+                    Evidence(
+                        source=EvidenceSource.OBJECT,
+                        ref=f"Node {node} .status.conditions[Ready]",
+                        excerpt=f"lastTransitionTime {ready:%Y-%m-%dT%H:%M:%SZ}",
+                    )
+                )
+            skipped = _skipped_prepare_line(walk, node)
+            if skipped is not None:
+                evidence.append(skipped)
+            claim_spec = f"k8s.gpu.nvidia.com-claim_{walk.claim_uid}.yaml"
+            spec_file = (
+                f"/var/run/cdi/{claim_spec}"
+                if any("/claim=" in i for i in mine)
+                else "the driver's spec file under /var/run/cdi"
+            )
+            out.append(
+                Finding(
+                    rule=INJ_CDI_SPEC_MISSING,
+                    phase=Phase.INJECTION,
+                    severity=Severity.ERROR,
+                    title="the node has no CDI spec for a claim the plugin considers prepared",
+                    detail=f"Container {name!r} of pod {pod_key(pod)} was created with the "
+                    f"claim's CDI devices on node {node} before (it ran from "
+                    f"{before.get('startedAt')}), and now the runtime cannot resolve "
+                    f"{', '.join(mine[:2])}. CDI worked for this container, which rules out a "
+                    "runtime without CDI or one reading another spec directory: "
+                    f"{spec_file} is gone (/var/run is a tmpfs), and the plugin does not write "
+                    "it again for a claim its checkpoint holds as PrepareCompleted." + rebooted,
+                    evidence=tuple(evidence),
+                    next=(
+                        f"ls -l /var/run/cdi/ on {node}  ({claim_spec})",
+                        "kubectl exec -n <driver namespace> <kubelet-plugin pod on the node> -c gpus "
+                        "-- cat /var/lib/kubelet/plugins/gpu.nvidia.com/checkpoint.json  "
+                        f"(claim UID {walk.claim_uid}: PrepareCompleted, and its boot ID)",
+                        "dradiag node  (checkpoint vs CDI specs, on the node)",
+                    ),
+                    identifiers=(
+                        ("pod", pod_key(pod)),
+                        ("claim UID", walk.claim_uid),
+                        *(("CDI device ID", i) for i in mine[:2]),
+                    ),
+                )
+            )
+    return out
+
+
+def _node_ready_since(node: K8sObject) -> datetime | None:
+    for cond in (node.get("status") or {}).get("conditions") or ():
+        if (
+            isinstance(cond, Mapping)
+            and cond.get("type") == "Ready"
+            and cond.get("status") == "True"
+        ):
+            return parse_time(cond.get("lastTransitionTime"))
+    return None
+
+
+def _skipped_prepare_line(walk: ClaimWalk, node: str) -> Evidence | None:
+    """The plugin's "Skip prepare: claim already in PrepareCompleted state" for this claim."""
+    if not node:
+        return None
+    health = walk.plugin(node)
+    for log in ph.plugin_logs(walk.snapshot, health):
+        if _PREPARE_SKIPPED not in log.text:
+            continue
+        for number, line in enumerate(log.text.splitlines(), 1):
+            if _PREPARE_SKIPPED in line and walk.claim_uid and walk.claim_uid in line:
+                where = f"{log.namespace or ''}/{log.pod}/{log.container}"
+                return Evidence(
+                    source=EvidenceSource.LOG,
+                    ref=f"log {where}{' (previous)' if log.previous else ''}:{number}",
+                    excerpt=line.strip()[:600],
+                )
+    return None

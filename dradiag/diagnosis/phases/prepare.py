@@ -1,0 +1,153 @@
+"""Phase 4, prepare: the kubelet calls the plugin's NodePrepareResources."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from dradiag.analyses.timeline import (
+    age,
+    event_last_time,
+    format_age,
+)
+from dradiag.diagnosis.context import (
+    ClaimWalk,
+    RuleHit,
+    container_statuses,
+    pod_done,
+    pod_key,
+    pod_started,
+    pod_status_of,
+    pod_terminating,
+    scheduled_at,
+)
+from dradiag.diagnosis.findings import as_historical, event_evidence, phase_result
+from dradiag.diagnosis.model import (
+    Evidence,
+    EvidenceSource,
+    Finding,
+    Phase,
+    PhaseResult,
+    PhaseStatus,
+    Severity,
+)
+from dradiag.diagnosis.rule_ids import PREP_FAILED, PREP_STUCK
+from dradiag.snapshot.model import (
+    K8sObject,
+    Kind,
+    name_of,
+    namespace_of,
+)
+
+
+def _prepare_events(walk: ClaimWalk, pod: K8sObject) -> list[K8sObject]:
+    return [e for e in walk.pod_events(pod) if e.get("reason") == "FailedPrepareDynamicResources"]
+
+
+def phase_prepare(walk: ClaimWalk) -> PhaseResult:
+    """The kubelet prepared the claim on each pod's node, or why it did not."""
+    phase = Phase.PREPARE
+    bound = [p for p in walk.bound_pods() if not pod_terminating(p)]
+    if walk.allocation is None or not bound:
+        if walk.allocation is not None and not walk.collected(Kind.POD):
+            return phase_result(
+                walk.rulebook,
+                phase,
+                [walk.not_collected(phase, [Kind.POD], "Prepare is observed on the claim's pods")],
+                PhaseStatus.UNKNOWN,
+            )
+        return phase_result(walk.rulebook, phase, [], PhaseStatus.NOT_REACHED)
+    findings: list[Finding] = []
+    waiting: list[K8sObject] = []
+    hits_by_pod: dict[int, list[RuleHit]] = {}
+    for h in walk.hits_for(phase):
+        hits_by_pod.setdefault(id(h.pod), []).append(h)
+    for pod in bound:
+        pod_hits = hits_by_pod.get(id(pod), [])
+        if pod_started(pod) or pod_done(pod):
+            findings += [as_historical(h.finding, "the pod's containers started") for h in pod_hits]
+            continue
+        waiting.append(pod)
+        findings += [h.finding for h in pod_hits]
+        if pod_hits:
+            continue
+        failed = _prepare_events(walk, pod)
+        if failed:
+            last = failed[-1]
+            findings.append(
+                Finding(
+                    rule=PREP_FAILED,
+                    phase=phase,
+                    severity=Severity.ERROR,
+                    title="the kubelet could not prepare the claim's devices",
+                    detail=f"Pod {pod_key(pod)} waits in ContainerCreating: NodePrepareResources "
+                    f"failed on node {(pod.get('spec') or {}).get('nodeName')}: "
+                    f"{str(last.get('message') or '')[:500]}",
+                    evidence=tuple(event_evidence(e) for e in failed[-2:]),
+                    next=(
+                        f"kubectl get events -n {namespace_of(pod)} --field-selector "
+                        f"involvedObject.name={name_of(pod)}",
+                        "kubectl logs -n <driver namespace> <kubelet-plugin pod on the node> -c gpus",
+                    ),
+                    identifiers=(("claim UID", walk.claim_uid),),
+                )
+            )
+    for pod in waiting:
+        if any(f.severity is Severity.ERROR for f in findings):
+            break
+        if not walk.collected(Kind.EVENT):
+            findings.append(
+                walk.not_collected(
+                    phase,
+                    [Kind.EVENT],
+                    f"Pod {pod_key(pod)} is not running yet and Prepare failures are reported "
+                    "only in pod events (the plugin logs them only at verbosity 6)",
+                )
+            )
+            return phase_result(walk.rulebook, phase, findings, PhaseStatus.UNKNOWN)
+        events = walk.pod_events(pod)
+        last_event = max((t for e in events if (t := event_last_time(e))), default=None)
+        since = max((t for t in (scheduled_at(pod), last_event) if t), default=None)
+        if walk.older_than_threshold(since):
+            node = (pod.get("spec") or {}).get("nodeName")
+            findings.append(
+                Finding(
+                    rule=PREP_STUCK,
+                    phase=phase,
+                    severity=Severity.ERROR,
+                    title="Prepare never completed: the pod is stuck without any event",
+                    detail=f"ResourceClaim {walk.claim_key} is allocated and reserved and pod "
+                    f"{pod_key(pod)} is bound to node {node}, but no container has started and "
+                    f"nothing was reported for {format_age(age(since, walk.now) or timedelta())} "
+                    f"(threshold {format_age(walk.options.stuck_after)}): NodePrepareResources "
+                    "is hanging or the kubelet never called it.",
+                    evidence=(
+                        Evidence(
+                            source=EvidenceSource.OBJECT,
+                            ref=f"Pod {pod_key(pod)} .status",
+                            excerpt=waiting_summary(pod) or "no container status",
+                        ),
+                    ),
+                    next=(
+                        f"journalctl -u kubelet on {node} | grep -i 'dynamic resources\\|{walk.claim_uid}'",
+                        "kubectl get --raw /api/v1/nodes/"
+                        f"{node}/proxy/metrics | grep nvidia_dra_requests_inflight",
+                    ),
+                    identifiers=(("claim UID", walk.claim_uid), ("node", str(node))),
+                )
+            )
+    if waiting and not findings:
+        return phase_result(
+            walk.rulebook, phase, findings, PhaseStatus.NOT_REACHED, "Prepare in progress"
+        )
+    prepared = sorted({str((p.get("spec") or {}).get("nodeName")) for p in bound if pod_started(p)})
+    summary = f"prepared on {', '.join(prepared)}" if prepared else ""
+    return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)
+
+
+def waiting_summary(pod: K8sObject) -> str:
+    parts = []
+    for cs in container_statuses(pod):
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if waiting:
+            parts.append(f"{cs.get('name')}: waiting {waiting.get('reason') or ''}".strip())
+    return "; ".join(parts) or f"phase {pod_status_of(pod).get('phase') or 'Pending'}"

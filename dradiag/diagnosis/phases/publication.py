@@ -1,0 +1,256 @@
+"""Phase 1, publication: slices for the driver on the claim's nodes, valid pools, a healthy plugin."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from dradiag.analyses import plugin_health as ph
+from dradiag.diagnosis.context import ClaimWalk
+from dradiag.diagnosis.findings import as_historical, phase_result
+from dradiag.diagnosis.model import (
+    Evidence,
+    EvidenceSource,
+    Finding,
+    Phase,
+    PhaseResult,
+    PhaseStatus,
+    Severity,
+)
+from dradiag.diagnosis.rule_ids import (
+    PUB_DRIVER_NO_SLICES,
+    PUB_NODE_NO_SLICES,
+    PUB_POOL_INCOMPLETE,
+    PUB_POOL_INVALID,
+    PUB_POOL_STALE,
+)
+from dradiag.snapshot.model import (
+    Kind,
+    Snapshot,
+)
+
+
+def pool_finding(problem: Any, blocking: bool) -> Finding:
+    kind = str(problem.kind)
+    rule = {"incomplete": PUB_POOL_INCOMPLETE, "invalid": PUB_POOL_INVALID}.get(
+        kind, PUB_POOL_STALE
+    )
+    if kind == "stale":
+        severity = Severity.INFO
+    else:
+        severity = Severity.ERROR if blocking else Severity.WARNING
+    why = {
+        "incomplete": "the scheduler (≥1.35) allocates from no incomplete pool",
+        "invalid": "the allocator refuses an invalid pool",
+        "stale": "older-generation slices are ignored once the new generation is complete",
+    }.get(kind, "")
+    return Finding(
+        rule=rule,
+        phase=Phase.PUBLICATION,
+        severity=severity,
+        title=f"pool {problem.pool_id} is {kind}",
+        detail=f"Pool {problem.pool_id} (generation {problem.generation}): {problem.reason}; "
+        f"{why}.",
+        evidence=(
+            Evidence(
+                source=EvidenceSource.OBJECT,
+                ref=f"ResourceSlices of pool {problem.pool_id}",
+                excerpt=", ".join(problem.slices[:8])
+                + (f" (+{len(problem.slices) - 8} more)" if len(problem.slices) > 8 else ""),
+            ),
+        ),
+        next=(
+            f"kubectl get resourceslices --field-selector spec.driver={problem.driver},"
+            f"spec.pool.name={problem.pool} -o yaml  (pool.generation, pool.resourceSliceCount)",
+        ),
+        identifiers=(("pool", problem.pool), *(("node", n) for n in problem.nodes[:3])),
+    )
+
+
+def pool_findings(
+    snapshot: Snapshot, pools: Iterable[tuple[str, str]], *, blocking: bool
+) -> list[Finding]:
+    """Problems of just these pools, via ``analyses.pools`` on a sub-snapshot of their slices.
+
+    A sub-snapshot keeps a claim's walk from sweeping every pool of a 5,000-node cluster.
+    """
+    try:
+        from dradiag.analyses.pools import pool_problems
+    except ImportError:
+        return []
+    slices = [s for driver, pool in pools for s in snapshot.pool_slices(driver, pool)]
+    if not slices:
+        return []
+    sub = Snapshot(objects={Kind.RESOURCE_SLICE: slices})
+    return [pool_finding(p, blocking) for p in pool_problems(sub)]
+
+
+MAX_POOL_FINDINGS = 5
+"""Pool problems listed for an unplaced claim before the rest are only counted."""
+
+
+_CANDIDATE_POOL_CACHE: dict[tuple[int, tuple[str, ...]], tuple[Snapshot, list[Finding]]] = {}
+"""Per (snapshot, drivers): the cluster-wide pool findings every unplaced claim shares.
+Holds the snapshot itself so its id cannot be reused while cached; at most a few entries."""
+
+
+def candidate_pool_findings(snap: Snapshot, drivers: Sequence[str]) -> list[Finding]:
+    """Pool problems of every pool of the claim's drivers, for a claim not yet placed.
+
+    An incomplete or invalid pool blocks this claim only when it leaves the driver no
+    usable pool at all; otherwise the claim may fit elsewhere and it is a warning. The
+    answer is the same for every unplaced claim of a snapshot, so it is computed once.
+    """
+    key = (id(snap), tuple(drivers))
+    cached = _CANDIDATE_POOL_CACHE.get(key)
+    if cached is not None and cached[0] is snap:
+        return list(cached[1])
+    found = _compute_candidate_pool_findings(snap, drivers)
+    if len(_CANDIDATE_POOL_CACHE) >= 4:
+        _CANDIDATE_POOL_CACHE.pop(next(iter(_CANDIDATE_POOL_CACHE)))
+    _CANDIDATE_POOL_CACHE[key] = (snap, found)
+    return list(found)
+
+
+def _compute_candidate_pool_findings(snap: Snapshot, drivers: Sequence[str]) -> list[Finding]:
+    pools = sorted({p for p in snap.pools() if p[0] in drivers})
+    if not pools:
+        return []
+    problems = pool_findings(snap, pools, blocking=False)
+    bad = {f.identifiers[0][1] for f in problems if f.rule == PUB_POOL_INCOMPLETE and f.identifiers}
+    blocking = len(bad) >= len(pools)
+    out = [
+        replace(f, severity=Severity.ERROR) if blocking and f.rule == PUB_POOL_INCOMPLETE else f
+        for f in problems
+    ]
+    if len(out) > MAX_POOL_FINDINGS:
+        rest = len(out) - MAX_POOL_FINDINGS
+        out = out[:MAX_POOL_FINDINGS]
+        out.append(
+            replace(
+                out[-1],
+                severity=Severity.INFO,
+                title=f"{rest} more pool problem(s)",
+                detail=f"{rest} more pools of {', '.join(drivers)} have problems; "
+                "run dradiag scan for the list.",
+                evidence=(),
+            )
+        )
+    return out
+
+
+def phase_publication(walk: ClaimWalk) -> PhaseResult:
+    """Slices exist for the driver on the claim's nodes; pools valid; plugin healthy."""
+    phase = Phase.PUBLICATION
+    snap = walk.snapshot
+    if not walk.collected(Kind.RESOURCE_SLICE):
+        return phase_result(
+            walk.rulebook,
+            phase,
+            [walk.not_collected(phase, [Kind.RESOURCE_SLICE], "Publication is read from slices")],
+            PhaseStatus.UNKNOWN,
+        )
+    findings: list[Finding] = []
+    drivers = walk.drivers()
+    nodes = walk.publication_nodes()
+    claim_nodes = walk.nodes()
+    claim_pending = walk.allocation is None
+    for driver in drivers:
+        if not snap.slices_for(driver=driver):
+            plugin_note = ""
+            if snap.is_collected(Kind.POD) and not any(ph.is_plugin_pod(p) for p in snap.pods):
+                plugin_note = " No kubelet-plugin pod of the DRA driver is in the snapshot either."
+            findings.append(
+                Finding(
+                    rule=PUB_DRIVER_NO_SLICES,
+                    phase=phase,
+                    severity=Severity.ERROR,
+                    title=f"driver {driver} publishes no ResourceSlices",
+                    detail=f"No ResourceSlice in the cluster has spec.driver={driver}: no node "
+                    f"offers a device of this driver, so no claim for it can be allocated."
+                    + plugin_note,
+                    evidence=(
+                        Evidence(
+                            source=EvidenceSource.OBJECT,
+                            ref="ResourceSlices",
+                            excerpt=f"drivers publishing: {', '.join(snap.drivers()) or 'none'}",
+                        ),
+                    ),
+                    next=(
+                        f"kubectl get resourceslices --field-selector spec.driver={driver}",
+                        "kubectl get pods -A -l 'app.kubernetes.io/name in "
+                        "(dra-driver-nvidia-gpu,nvidia-dra-driver-gpu)' -o wide",
+                    ),
+                    identifiers=(("driver", driver),),
+                )
+            )
+    pools: set[tuple[str, str]] = set()
+    for node in nodes:
+        node_slices = [
+            s for s in snap.slices_for(node=node) if (s.get("spec") or {}).get("driver") in drivers
+        ]
+        for s in node_slices:
+            spec = s.get("spec") or {}
+            pools.add(
+                (str(spec.get("driver") or ""), str((spec.get("pool") or {}).get("name") or ""))
+            )
+        health = walk.plugin(node)
+        blocking = not walk.prepared_on(node)
+        if not node_slices and all(snap.slices_for(driver=d) for d in drivers):
+            findings.append(
+                Finding(
+                    rule=PUB_NODE_NO_SLICES,
+                    phase=phase,
+                    severity=Severity.ERROR if blocking else Severity.WARNING,
+                    title="the claim's node has no slices of the driver",
+                    detail=f"Node {node} publishes no ResourceSlice of {', '.join(drivers)}: the "
+                    "driver is not running or not registered there (the kubelet wipes a "
+                    "driver's slices 30 s after it unregisters)."
+                    + (f" Plugin state: {health.state.value}." if health.pod is not None else ""),
+                    evidence=(
+                        Evidence(
+                            source=EvidenceSource.OBJECT,
+                            ref=f"ResourceSlices with spec.nodeName={node}",
+                            excerpt="none for " + ", ".join(drivers),
+                        ),
+                    ),
+                    next=(
+                        f"kubectl get resourceslices --field-selector spec.nodeName={node}",
+                        f"kubectl get pods -A -o wide --field-selector spec.nodeName={node} "
+                        "| grep kubelet-plugin",
+                    ),
+                    identifiers=(("node", node),),
+                )
+            )
+        plugin_hits = [
+            h for h in walk.hits_for(phase) if health.pod is not None and h.pod is health.pod
+        ]
+        matched = {h.finding.rule for h in plugin_hits}
+        findings += [
+            f
+            for f in ph.plugin_findings(health, blocking=blocking, has_slices=bool(node_slices))
+            if f.rule not in matched
+        ]
+        for hit in plugin_hits:
+            # Plugin signatures (state, startup errors, dropped fields): current logs and
+            # state always count; a previous instance's log only while the plugin is still
+            # unhealthy. Once the claim is prepared there, a dead plugin no longer blocks it.
+            if hit.log_previous and health.healthy:
+                findings.append(
+                    as_historical(hit.finding, "the plugin has since restarted and runs")
+                )
+            elif not blocking and hit.finding.severity is Severity.ERROR:
+                findings.append(replace(hit.finding, severity=Severity.WARNING))
+            else:
+                findings.append(hit.finding)
+    if claim_nodes:
+        findings += pool_findings(snap, sorted(pools), blocking=claim_pending)
+    elif claim_pending:
+        findings += candidate_pool_findings(snap, drivers)
+    plugin_pods = {id(walk.plugin(n).pod) for n in nodes if walk.plugin(n).pod is not None}
+    findings += [
+        h.finding for h in walk.hits_for(phase) if h.pod is None or id(h.pod) not in plugin_pods
+    ]
+    summary = f"{', '.join(drivers)} on {', '.join(nodes)}" if nodes else f"{', '.join(drivers)}"
+    return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)
