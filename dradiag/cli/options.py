@@ -106,8 +106,28 @@ Timeout = Annotated[
     ),
 ]
 
+Now = Annotated[
+    str | None,
+    typer.Option(
+        "--now",
+        metavar="TIME",
+        help="Judge ages against this RFC 3339 time instead of the snapshot's collection time "
+        "(or, without one, its newest timestamp).",
+    ),
+]
+StuckAfter = Annotated[
+    str,
+    typer.Option(
+        "--stuck-after",
+        metavar="DURATION",
+        help="How long a scheduled pod may wait for Prepare (or termination) without any event "
+        "before dradiag calls it stuck: 300, 90s, 5m, 1h.",
+    ),
+]
+
 DEFAULT_REQUEST_TIMEOUT = 10.0
 DEFAULT_TIMEOUT = 60.0
+DEFAULT_STUCK_AFTER = "5m"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,9 +18,9 @@ from dradiag.cli.options import NoColor, Output, OutputFormat
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from dradiag.snapshot.model import Snapshot
+
 SAMPLE_FILE = "sample.yaml"
-# Files in a sample directory that are about the sample, not part of the cluster.
-_META_FILES = frozenset({SAMPLE_FILE, "expected.json", "collection.json", "README.md"})
 
 ListOption = Annotated[bool, typer.Option("--list", help="List the samples and exit.")]
 
@@ -70,39 +70,11 @@ def list_samples() -> list[dict[str, Any]]:
     ]
 
 
-def load_sample(directory: Path) -> Any:
-    """The sample's Snapshot, without the sample's own description files."""
-    from dradiag.snapshot.model import SourceInfo
-    from dradiag.sources.manifests import read_documents, read_log, snapshot_from_documents
+def load_sample(directory: Path) -> Snapshot:
+    """The sample's Snapshot, read like ``--from`` but without the sample's own description."""
+    from dradiag.sources.manifests import load_snapshot
 
-    documents = []
-    logs = []
-    empty: set[Any] = set()
-    for path in sorted(directory.rglob("*")):
-        if not path.is_file() or path.name in _META_FILES:
-            continue
-        if path.suffix in (".yaml", ".yml", ".json"):
-            found, kinds = read_documents(path.read_bytes(), str(path))
-            documents.extend(found)
-            empty |= kinds
-        elif path.suffix == ".log":
-            log = read_log(path, directory)
-            if log is not None:
-                logs.append(log)
-    collection = None
-    record = directory / "collection.json"
-    if record.is_file():
-        import json
-
-        collection = json.loads(record.read_text("utf-8"))
-    return snapshot_from_documents(
-        documents,
-        logs=logs,
-        empty_kinds=empty,
-        collection=collection,
-        source=SourceInfo(kind="files", location=f"sample {directory.name}"),
-        location=f"sample {directory.name}",
-    )
+    return load_snapshot(str(directory), exclude={SAMPLE_FILE}, location=f"sample {directory.name}")
 
 
 def demo(
@@ -123,7 +95,7 @@ def demo(
     import logging
     import sys
 
-    from dradiag.cli.commands.claim import check_output, emit, use_color
+    from dradiag.cli.diagnosis_run import check_output, emit, use_color
     from dradiag.cli.exit_codes import ExitCode
     from dradiag.diagnosis.build import diagnose_claim
     from dradiag.errors import UsageError

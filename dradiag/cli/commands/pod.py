@@ -12,8 +12,9 @@ from typing import Annotated
 
 import typer
 
-from dradiag.cli.commands.claim import DEFAULT_STUCK_AFTER, Now, StuckAfter
 from dradiag.cli.options import (
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_STUCK_AFTER,
     DEFAULT_TIMEOUT,
     As,
     AsGroup,
@@ -23,13 +24,13 @@ from dradiag.cli.options import (
     Kubeconfig,
     Namespace,
     NoColor,
+    Now,
     Output,
     OutputFormat,
     RequestTimeout,
+    StuckAfter,
     Timeout,
 )
-
-DEFAULT_REQUEST_TIMEOUT = 10.0
 
 
 def pod(
@@ -55,23 +56,22 @@ def pod(
     """
     import logging
 
-    from dradiag.cli.commands.claim import (
+    from dradiag.cli.diagnosis_run import (
         check_output,
-        emit,
-        exit_code_for,
-        use_color,
+        diagnoses_document,
+        read_snapshot,
+        report,
         walk_options,
     )
-    from dradiag.cli.inputs import Target, obtain_snapshot, parse_namespaced_name
-    from dradiag.cli.options import CommonOptions
+    from dradiag.cli.inputs import Target, parse_namespaced_name
     from dradiag.diagnosis.build import diagnose_pod, unresolved_pod_claims
-    from dradiag.render.document import collection_of, diagnoses_document, diagnosis_document
     from dradiag.render.text import render_diagnoses
 
     check_output(output)
     options = walk_options(now, stuck_after)
     ns, name = parse_namespaced_name(target, default_namespace=namespace)
-    common = CommonOptions(
+    snapshot = read_snapshot(
+        Target(kind="pod", namespace=ns, name=name),
         from_path=from_path,
         kubeconfig=kubeconfig,
         context=context,
@@ -79,25 +79,25 @@ def pod(
         request_timeout=request_timeout,
         timeout=timeout,
         as_user=as_user,
-        as_groups=tuple(as_groups or ()),
+        as_groups=as_groups,
         output=output,
         no_color=no_color,
         exit_zero=exit_zero,
     )
-    snapshot = obtain_snapshot(common, Target(kind="pod", namespace=ns, name=name))
     diagnoses = diagnose_pod(snapshot, ns, name, options=options)
     log = logging.getLogger("dradiag.cli.pod")
     for note in unresolved_pod_claims(snapshot, ns, name):
         log.warning("pod %s/%s: %s", ns, name, note)
     if not diagnoses:
         log.warning("pod %s/%s uses no ResourceClaim dradiag can diagnose", ns, name)
-    collection = collection_of(snapshot)
-    doc = diagnoses_document(
-        [diagnosis_document(d, snapshot.source, collection) for d in diagnoses]
+    return report(
+        diagnoses_document(snapshot, diagnoses),
+        diagnoses,
+        render=render_diagnoses,
+        output=output,
+        no_color=no_color,
+        exit_zero=exit_zero,
     )
-    text = render_diagnoses(doc, color=use_color(no_color)) if output is OutputFormat.TEXT else None
-    emit(doc, output, text)
-    return exit_code_for(diagnoses, exit_zero)
 
 
 def register(app: typer.Typer) -> None:

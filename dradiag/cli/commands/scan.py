@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from dradiag.cli.commands.claim import DEFAULT_STUCK_AFTER, Now, StuckAfter
 from dradiag.cli.options import (
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_STUCK_AFTER,
     DEFAULT_TIMEOUT,
     AllNamespaces,
     As,
@@ -16,13 +17,13 @@ from dradiag.cli.options import (
     Kubeconfig,
     Namespace,
     NoColor,
+    Now,
     Output,
     OutputFormat,
     RequestTimeout,
+    StuckAfter,
     Timeout,
 )
-
-DEFAULT_REQUEST_TIMEOUT = 10.0
 
 
 def scan(
@@ -49,25 +50,24 @@ def scan(
     Without -n, every namespace in the snapshot is scanned. Exit 0 nothing broken,
     1 something broken, 2 usage/input error, 3 runtime error, 4 inconclusive.
     """
-    from dradiag.cli.commands.claim import (
+    from dradiag.cli.diagnosis_run import (
         check_output,
-        emit,
-        exit_code_for,
-        use_color,
+        diagnoses_document,
+        read_snapshot,
+        report,
         walk_options,
     )
-    from dradiag.cli.inputs import Target, obtain_snapshot
-    from dradiag.cli.options import CommonOptions
+    from dradiag.cli.inputs import Target
     from dradiag.diagnosis.build import scan as scan_snapshot
     from dradiag.errors import UsageError
-    from dradiag.render.document import collection_of, diagnoses_document, diagnosis_document
     from dradiag.render.text import render_scan
 
     check_output(output)
     if namespace and all_namespaces:
         raise UsageError("-n/--namespace and -A/--all-namespaces are mutually exclusive")
     options = walk_options(now, stuck_after)
-    common = CommonOptions(
+    snapshot = read_snapshot(
+        Target(kind="cluster", namespace=namespace),
         from_path=from_path,
         kubeconfig=kubeconfig,
         context=context,
@@ -76,20 +76,20 @@ def scan(
         request_timeout=request_timeout,
         timeout=timeout,
         as_user=as_user,
-        as_groups=tuple(as_groups or ()),
+        as_groups=as_groups,
         output=output,
         no_color=no_color,
         exit_zero=exit_zero,
     )
-    snapshot = obtain_snapshot(common, Target(kind="cluster", namespace=namespace))
     diagnoses = scan_snapshot(snapshot, namespace=namespace or None, options=options)
-    collection = collection_of(snapshot)
-    doc = diagnoses_document(
-        [diagnosis_document(d, snapshot.source, collection) for d in diagnoses]
+    return report(
+        diagnoses_document(snapshot, diagnoses),
+        diagnoses,
+        render=render_scan,
+        output=output,
+        no_color=no_color,
+        exit_zero=exit_zero,
     )
-    text = render_scan(doc, color=use_color(no_color)) if output is OutputFormat.TEXT else None
-    emit(doc, output, text)
-    return exit_code_for(diagnoses, exit_zero)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,146 @@
+"""One run of a diagnosing command (``claim``, ``pod``, ``scan``, ``demo``), start to end.
+
+The flags become WalkOptions and a Snapshot, the diagnoses become one document on stdout,
+and the verdicts become the exit code (DESIGN §3). The command modules keep only what
+differs: their arguments, what they diagnose and how the text view is drawn.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dradiag.cli.options import OutputFormat
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+
+    from dradiag.cli.inputs import Target
+    from dradiag.diagnosis.context import WalkOptions
+    from dradiag.diagnosis.model import Diagnosis
+    from dradiag.snapshot.model import Snapshot
+
+
+def walk_options(now: str | None, stuck_after: str) -> WalkOptions:
+    """``--now`` and ``--stuck-after`` as WalkOptions; UsageError when unreadable."""
+    from dradiag.analyses.timeline import parse_duration, parse_time
+    from dradiag.diagnosis.context import WalkOptions
+    from dradiag.errors import UsageError
+
+    parsed_now = None
+    if now is not None:
+        parsed_now = parse_time(now)
+        if parsed_now is None:
+            raise UsageError(f"--now: not an RFC 3339 time: {now!r} (e.g. 2026-05-01T10:00:00Z)")
+    try:
+        threshold = parse_duration(stuck_after)
+    except ValueError as exc:
+        raise UsageError(f"--stuck-after: {exc}") from None
+    return WalkOptions(now=parsed_now, stuck_after=threshold)
+
+
+def check_output(output: OutputFormat) -> None:
+    """``sarif`` belongs to selector-check; reject it here with a usage error."""
+    from dradiag.errors import UsageError
+
+    if output is OutputFormat.SARIF:
+        raise UsageError("-o sarif is only available for selector-check; use text, json or yaml")
+
+
+def read_snapshot(
+    target: Target,
+    *,
+    from_path: str | None,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    request_timeout: float,
+    timeout: float,
+    as_user: str | None,
+    as_groups: Sequence[str] | None,
+    output: OutputFormat,
+    no_color: bool,
+    exit_zero: bool,
+    all_namespaces: bool = False,
+) -> Snapshot:
+    """The Snapshot the common options point at: ``--from`` offline, else the live cluster."""
+    from dradiag.cli.inputs import obtain_snapshot
+    from dradiag.cli.options import CommonOptions
+
+    common = CommonOptions(
+        from_path=from_path,
+        kubeconfig=kubeconfig,
+        context=context,
+        namespace=namespace,
+        all_namespaces=all_namespaces,
+        request_timeout=request_timeout,
+        timeout=timeout,
+        as_user=as_user,
+        as_groups=tuple(as_groups or ()),
+        output=output,
+        no_color=no_color,
+        exit_zero=exit_zero,
+    )
+    return obtain_snapshot(common, target)
+
+
+def use_color(no_color: bool) -> bool:
+    """Colour only on a TTY, never with ``--no-color`` or ``NO_COLOR`` (DESIGN §3)."""
+    import os
+    import sys
+
+    if no_color or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def exit_code_for(diagnoses: Iterable[Diagnosis], exit_zero: bool) -> int:
+    """1 when anything is broken, else 4 when anything is inconclusive, else 0."""
+    from dradiag.cli.exit_codes import ExitCode
+    from dradiag.diagnosis.model import VerdictStatus
+
+    if exit_zero:
+        return ExitCode.OK
+    statuses = {d.verdict.status for d in diagnoses}
+    if VerdictStatus.BROKEN in statuses:
+        return ExitCode.BROKEN
+    if VerdictStatus.INCONCLUSIVE in statuses:
+        return ExitCode.INCONCLUSIVE
+    return ExitCode.OK
+
+
+def emit(doc: Mapping[str, Any], output: OutputFormat, text: str | None) -> None:
+    """Write the document (or its text view) to stdout, and nothing else."""
+    import sys
+
+    from dradiag.render.document import dump_document
+
+    if output is OutputFormat.TEXT and text is not None:
+        sys.stdout.write(text)
+    else:
+        sys.stdout.write(dump_document(doc, output.value))
+    sys.stdout.flush()
+
+
+def diagnoses_document(snapshot: Snapshot, diagnoses: Iterable[Diagnosis]) -> dict[str, Any]:
+    """The document of several diagnoses of one snapshot (``pod``, ``scan``)."""
+    from dradiag.render import document
+
+    collection = document.collection_of(snapshot)
+    return document.diagnoses_document(
+        [document.diagnosis_document(d, snapshot.source, collection) for d in diagnoses]
+    )
+
+
+def report(
+    doc: Mapping[str, Any],
+    diagnoses: Iterable[Diagnosis],
+    *,
+    render: Callable[..., str],
+    output: OutputFormat,
+    no_color: bool,
+    exit_zero: bool,
+) -> int:
+    """Emit ``doc`` (drawn by ``render`` for ``-o text``) and return the exit code."""
+    text = render(doc, color=use_color(no_color)) if output is OutputFormat.TEXT else None
+    emit(doc, output, text)
+    return exit_code_for(diagnoses, exit_zero)
