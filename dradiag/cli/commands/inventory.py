@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from dradiag.cli.options import (
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    As,
+    AsGroup,
     Context,
     FromPath,
     Kubeconfig,
@@ -14,11 +18,11 @@ from dradiag.cli.options import (
     Output,
     OutputFormat,
     RequestTimeout,
+    Timeout,
 )
 
 if TYPE_CHECKING:
     from dradiag.analyses.inventory import Inventory
-    from dradiag.snapshot.model import Snapshot
 
 NodeFilter = Annotated[
     list[str] | None,
@@ -32,28 +36,6 @@ FeatureGatesOption = Annotated[
         help="DRA feature gates as on kube-scheduler (see `dradiag simulate --help`).",
     ),
 ]
-
-
-def _load_frozen(options: Any, target: Any) -> Snapshot:
-    """``obtain_snapshot`` with the cyclic GC paused, the objects then frozen.
-
-    A fleet is millions of small acyclic objects: collections during and after loading
-    would walk them all again and again (0.85 s of CPU each at 1,000 DynamicMIG nodes).
-    Frozen into the permanent generation, later collections skip them; a CLI process
-    is short-lived (as ``selector-check``).
-    """
-    import gc
-
-    from dradiag.cli.inputs import obtain_snapshot
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return obtain_snapshot(options, target)
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 def _render_text(inventory: Inventory, no_color: bool) -> None:
@@ -107,14 +89,17 @@ def inventory(
     from_path: FromPath = None,
     kubeconfig: Kubeconfig = None,
     context: Context = None,
-    request_timeout: RequestTimeout = 10.0,
+    request_timeout: RequestTimeout = DEFAULT_REQUEST_TIMEOUT,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    as_user: As = None,
+    as_groups: AsGroup = None,
     output: Output = OutputFormat.TEXT,
     no_color: NoColor = False,
 ) -> int:
     """Devices per node, type and MIG profile: published, allocated (by whom), free, still fitting."""
     from dradiag.analyses.allocation import FeatureGates
     from dradiag.analyses.inventory import build_inventory
-    from dradiag.cli.inputs import Target
+    from dradiag.cli.inputs import Target, obtain_snapshot
     from dradiag.cli.options import CommonOptions
     from dradiag.errors import UsageError
 
@@ -125,10 +110,13 @@ def inventory(
         kubeconfig=kubeconfig,
         context=context,
         request_timeout=request_timeout,
+        timeout=timeout,
+        as_user=as_user,
+        as_groups=tuple(as_groups or ()),
         output=output,
         no_color=no_color,
     )
-    snapshot = _load_frozen(options, Target(kind="cluster", nodes=tuple(node or ())))
+    snapshot = obtain_snapshot(options, Target(kind="cluster", nodes=tuple(node or ())))
     gates = FeatureGates.for_version(snapshot.source.server_version).with_evidence(snapshot.slices)
     if feature_gates:
         gates = FeatureGates.parse(feature_gates, base=gates)

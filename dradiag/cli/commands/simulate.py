@@ -7,6 +7,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dradiag.cli.options import (
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    As,
+    AsGroup,
     Context,
     ExitZero,
     FromPath,
@@ -15,6 +19,7 @@ from dradiag.cli.options import (
     Output,
     OutputFormat,
     RequestTimeout,
+    Timeout,
 )
 
 if TYPE_CHECKING:
@@ -135,28 +140,6 @@ def _claims_from_files(paths: list[str]) -> list[K8sObject]:
     return claims
 
 
-def _load_frozen(options: Any, target: Any) -> Snapshot:
-    """``obtain_snapshot`` with the cyclic GC paused, the objects then frozen.
-
-    A fleet is millions of small acyclic objects: collections during and after loading
-    would walk them all again and again (0.85 s of CPU each at 1,000 DynamicMIG nodes).
-    Frozen into the permanent generation, later collections skip them; a CLI process
-    is short-lived (as ``selector-check``).
-    """
-    import gc
-
-    from dradiag.cli.inputs import obtain_snapshot
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return obtain_snapshot(options, target)
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
-
-
 def _render_text(sim: Simulation, no_color: bool) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -214,7 +197,10 @@ def simulate(
     from_path: FromPath = None,
     kubeconfig: Kubeconfig = None,
     context: Context = None,
-    request_timeout: RequestTimeout = 10.0,
+    request_timeout: RequestTimeout = DEFAULT_REQUEST_TIMEOUT,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    as_user: As = None,
+    as_groups: AsGroup = None,
     output: Output = OutputFormat.TEXT,
     no_color: NoColor = False,
     exit_zero: ExitZero = False,
@@ -222,7 +208,7 @@ def simulate(
     """Would these claims fit on NODE now? Allocate them as the scheduler would, and explain."""
     from dradiag.analyses.allocation import FeatureGates, simulate_allocation
     from dradiag.cli.exit_codes import ExitCode
-    from dradiag.cli.inputs import Target, parse_namespaced_name
+    from dradiag.cli.inputs import Target, obtain_snapshot, parse_namespaced_name
     from dradiag.cli.options import CommonOptions
     from dradiag.errors import UsageError
 
@@ -237,6 +223,9 @@ def simulate(
         kubeconfig=kubeconfig,
         context=context,
         request_timeout=request_timeout,
+        timeout=timeout,
+        as_user=as_user,
+        as_groups=tuple(as_groups or ()),
         output=output,
         no_color=no_color,
         exit_zero=exit_zero,
@@ -247,7 +236,7 @@ def simulate(
     if kubernetes_version and base is not None and base.assumed:
         raise UsageError(f"--kubernetes-version: expected X.Y, got {kubernetes_version!r}")
     file_claims = _claims_from_files(list(claim_file)) if claim_file else []
-    snapshot = _load_frozen(options, Target(kind="cluster", nodes=(node,)))
+    snapshot = obtain_snapshot(options, Target(kind="cluster", nodes=(node,)))
     if base is None:
         base = FeatureGates.for_version(snapshot.source.server_version)
     base = base.with_evidence(snapshot.slices)
