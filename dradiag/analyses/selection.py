@@ -18,8 +18,14 @@ into findings with :func:`selection_findings` (rule ids ``DRA-SEL-*``).
 
 Performance: a fleet has 10⁵ devices but a few hundred distinct ones as far as any
 selector can tell (it reads a handful of attributes, and the driver publishes the same
-values on every GPU of a model). :class:`DeviceInventory` prepares each device for CEL
-once and shares value conversions, and selectors run memoized on the values they read.
+values on every GPU of a model). :class:`DeviceInventory` keeps the devices as columns
+and groups them by the raw values the selectors read (``CompiledSelector.read_keys``),
+plus any conversion error (:class:`_Projection`); a selector then runs on one
+representative per group, whose CelDevice alone is built, and the reports (by node,
+type, MIG profile) are the groups' sizes, counted in C. Only error samples name
+devices. The streaming loader (``sources.fleet``) notes what the inventory reads while
+decoding, so the columns cost no second pass over the devices. ``grouped=False``
+evaluates device by device, the reference the grouping is tested against.
 """
 
 from __future__ import annotations

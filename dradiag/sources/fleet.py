@@ -307,6 +307,7 @@ class _Interner:
         "scalars",
         "capacity_maps",
         "exact",
+        "maps",
     )
 
     def __init__(self) -> None:
@@ -319,6 +320,9 @@ class _Interner:
         self.complete = True
         self.scalars: dict[int, Any] = {id(None): None}
         self.capacity_maps: list[Any] = []
+        self.maps: dict[int, dict[str, Any]] = {}
+        """Shared ``attributes`` maps by the hash of their JSON text (the text itself
+        would cost as much memory as the maps; a hit is checked against it)."""
         self.exact = False
         """Set once the decoder met NaN or an infinity: attribute values are then shared
         one at a time (their JSON text would not tell NaN from null)."""
@@ -415,7 +419,7 @@ class _Interner:
         capacities: list[Any] = list(map(dict.get, devices, repeat("capacity")))
         counters: list[Any] = list(map(dict.get, devices, repeat("consumesCounters")))
         if not (
-            self._share_values(attributes)
+            self._share_values(devices, attributes)
             and self._share_whole(devices, "capacity", capacities, dict)
             and self._share_whole(devices, "consumesCounters", counters, list)
         ):
@@ -453,20 +457,42 @@ class _Interner:
             capacities=capacities,
         )
 
-    def _share_values(self, attributes: list[Any]) -> bool:
-        """:meth:`device`'s attribute sharing for a whole slice; False: not done (unusual)."""
+    def _share_values(self, devices: list[Any], attributes: list[Any]) -> bool:
+        """:meth:`device`'s attribute sharing for a slice; False: not done (unusual).
+
+        Whole ``attributes`` maps are shared first (by their JSON text: the MIG devices
+        of one GPU and profile publish the same map); the values of maps not seen before
+        are then shared one by one. ``attributes`` is updated to the shared maps.
+        """
         dumps = self.dumps
         if dumps is None or self.exact or set(map(type, attributes)) != {dict}:
             return False
-        keys = list(itertools.chain.from_iterable(attributes))
-        leaves = list(itertools.chain.from_iterable(map(dict.values, attributes)))
         try:
-            texts = list(map(dumps, leaves))
+            texts = list(map(dumps, attributes))
         except TypeError:
             return False
+        maps = self.maps
+        fresh = []
+        for i, text in enumerate(texts):
+            mine = attributes[i]
+            found = maps.get(hash(text))
+            if found is None:
+                fresh.append(mine)
+                maps[hash(text)] = mine
+            elif found is not mine:
+                if dumps(found) != text:  # another map with the same hash: kept apart
+                    fresh.append(mine)
+                    continue
+                attributes[i] = found
+                devices[i]["attributes"] = found
+        if not fresh:
+            return True
+        keys = list(itertools.chain.from_iterable(fresh))
+        leaves = list(itertools.chain.from_iterable(map(dict.values, fresh)))
+        texts = list(map(dumps, leaves))
         self.names.update(keys)
         shared = map(self.values.setdefault, texts, leaves)
-        owners = itertools.chain.from_iterable(map(repeat, attributes, map(len, attributes)))
+        owners = itertools.chain.from_iterable(map(repeat, fresh, map(len, fresh)))
         deque(map(dict.__setitem__, owners, keys, shared), maxlen=0)
         return True
 

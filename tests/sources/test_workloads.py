@@ -363,3 +363,26 @@ def test_the_loader_notes_every_value_and_device(tmp_path: Path, small_chunks: N
     ordinary = build_inventory(load_snapshot(str(target)))
     assert list(streamed.devices) == list(ordinary.devices)
     assert streamed._index is index and ordinary._index is None
+
+
+def test_equal_attribute_maps_are_shared_and_hash_collisions_kept_apart() -> None:
+    import json
+
+    import orjson
+
+    from dradiag.sources import fleet
+
+    interner = fleet._Interner()
+    devices = [json.loads(json.dumps(d)) for d in _slice_item(0)["spec"]["devices"]]  # type: ignore[index]
+    twin = json.loads(json.dumps(devices[1]))
+    twin["name"] = "twin"
+    impostor = json.loads(json.dumps(devices[2]))
+    # Another map already filed under the impostor's hash: it must not be taken for it.
+    interner.maps[hash(orjson.dumps(impostor["attributes"]))] = {"other": {"string": "x"}}
+    want = [json.loads(json.dumps(d)) for d in [*devices, twin, impostor]]
+    noted = interner.note_slice([*devices, twin, impostor], "gpu.nvidia.com")
+    assert noted is not None
+    assert [*devices, twin, impostor] == want  # nothing changed but identities
+    assert twin["attributes"] is devices[1]["attributes"]
+    assert impostor["attributes"] is not devices[2]["attributes"]
+    assert noted.attributes[3] is devices[1]["attributes"]
