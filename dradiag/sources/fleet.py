@@ -2,17 +2,26 @@
 
 Decoding 160k devices as one document costs about twelve times the file size in memory
 (a dict per value). Here the top-level ``items`` array is decoded in slices of about
-64 KiB with orjson and each device's repeated values are shared as they arrive, so the
+64 KiB with orjson and each slice's repeated values are shared as it arrives, so the
 file costs its own size (as text, while decoding) plus one copy of what is distinct.
 
-Finding where a slice of the array may end needs no JSON scanner: a candidate is a ``}``
-followed by ``,`` and ``{``, taken when the braces from the slice's start balance there
-(a cheap count that ignores strings). orjson then decides: ``[`` + slice + ``]`` parses only
-when the slice ends between two items of the array (a cut inside a string, an object or
-a nested array leaves something unclosed), so a parsed slice holds exactly the items the
-one-by-one decoder would have produced. Where no candidate balances, or orjson refuses a
-slice, the standard library decodes the items there one at a time, as before; malformed
-input is therefore reported with the same message, line and column either way.
+Finding where a slice of the array may end needs no JSON scanner. The items of a list
+usually begin alike (``{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+...``): a ``},`` followed by the first item's opening is a candidate. Otherwise (or when
+that candidate fails) a candidate is a ``}`` followed by ``,`` and ``{`` where the braces
+counted from the slice's start balance (a cheap count that ignores strings). orjson then
+decides: ``[`` + slice + ``]`` parses only when the slice ends between two items of the
+array (a cut inside a string, an object or a nested array leaves something unclosed), so
+a parsed slice holds exactly the items the one-by-one decoder would have produced. Where
+no candidate works, the standard library decodes the items there one at a time, as
+before; malformed input is therefore reported with the same message, line and column
+either way.
+
+While a slice's devices are still in the cache, the loader also notes what
+``analyses.selection.build_inventory`` reads of them and keeps every distinct value it
+shared (:class:`FleetIndex`, found again with :func:`fleet_index`): the inventory then
+needs no pass of its own over 160k devices, and whether every value converts for CEL is
+asked of a few thousand objects.
 """
 
 from __future__ import annotations
@@ -57,6 +66,17 @@ _SCALARS_MAX = 1 << 16
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _SPLIT = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
+
+
+def _decode(data: bytes, path: str) -> str:
+    """The file as text (as ``sources.manifests`` reads it: UTF-8, a BOM dropped)."""
+    if b"\x00" in data[:8192]:
+        raise InputError("binary file, not YAML or JSON", path=path)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path, line=line) from None
 
 
 def _orjson_loads() -> Callable[[str], Any] | None:
@@ -288,11 +308,13 @@ def _scalar(value: Any) -> Any:
 class _Interner:
     """Shares equal values across devices: a fleet repeats the same few thousand.
 
-    Attribute values (``{"string": "mig"}``) are replaced by one shared object per
-    distinct (member, value, value type); whole ``capacity`` maps and ``consumesCounters``
-    lists by one per distinct JSON text (so key order, which CEL and the allocator see,
-    is kept). A device then costs its name and its attribute map, not a copy of every
-    value.
+    Whole ``attributes`` and ``capacity`` maps and ``consumesCounters`` lists, and the
+    attribute values (``{"string": "mig"}``) of maps not seen before, are replaced by one
+    shared object per distinct JSON text: key order (which CEL and the allocator see) is
+    kept, and 1, 1.0 and true stay apart as they do in CEL. A device then costs its name
+    and little else. Where JSON text cannot tell values apart (NaN, which only the
+    standard library's decoder reads, is written as null) values are shared one at a
+    time by (member, scalar, its type).
     """
 
     __slots__ = (
@@ -545,8 +567,6 @@ def stream_slice_snapshot(path: str) -> Snapshot:
     the decoded objects hold no cycles, and its passes over a heap of millions of small
     dicts cost as much as the decoding itself.
     """
-    from dradiag.sources.manifests import _decode
-
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
