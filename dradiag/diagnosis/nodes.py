@@ -23,7 +23,7 @@ from dradiag.diagnosis.model import (
     Severity,
     Target,
 )
-from dradiag.diagnosis.phases.publication import pool_finding
+from dradiag.diagnosis.phases.publication import pool_finding, pool_rules
 from dradiag.diagnosis.rule_ids import PUB_NODE_NO_SLICES
 from dradiag.diagnosis.verdict import decide_verdict
 from dradiag.snapshot.model import (
@@ -146,7 +146,10 @@ def scan_nodes(snapshot: Snapshot, *, options: WalkOptions | None = None) -> lis
     except ImportError:
         pool_problems = None  # type: ignore[assignment]
     if pool_problems is not None and snapshot.is_collected(Kind.RESOURCE_SLICE):
-        for problem in pool_problems(snapshot):
+        rules = pool_rules(snapshot)
+        for problem in pool_problems(
+            snapshot, partitionable=rules.partitionable, legacy=rules.legacy
+        ):
             if problem.kind == "stale":
                 continue
             for problem_node in problem.nodes or ("",):

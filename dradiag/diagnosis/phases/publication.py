@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from dradiag.analyses import plugin_health as ph
 from dradiag.diagnosis.context import ClaimWalk
@@ -83,7 +83,40 @@ def pool_findings(
     if not slices:
         return []
     sub = Snapshot(objects={Kind.RESOURCE_SLICE: slices})
-    return [pool_finding(p, blocking) for p in pool_problems(sub)]
+    rules = pool_rules(snapshot)
+    found = pool_problems(sub, partitionable=rules.partitionable, legacy=rules.legacy)
+    return [pool_finding(p, blocking) for p in found]
+
+
+class PoolRules(NamedTuple):
+    """``pool_problems`` keywords for the cluster's allocator."""
+
+    partitionable: bool = True
+    legacy: bool = False
+
+
+def pool_rules(snapshot: Snapshot) -> PoolRules:
+    """How the cluster's allocator judges pools (``pool_problems`` keywords).
+
+    Before 1.35 counters lived in each slice and are checked per slice; without
+    DRAPartitionableDevices no counter is consumed at all (k8s-dra-semantics §3.2, §3.9).
+    The gates follow the server version, corrected by what stored slices prove.
+    """
+    global _POOL_RULES
+    if _POOL_RULES is not None and _POOL_RULES[0] is snapshot:
+        return _POOL_RULES[1]
+    try:
+        from dradiag.analyses.allocation import FeatureGates
+    except ImportError:
+        return PoolRules()
+    gates = FeatureGates.for_version(snapshot.source.server_version).with_evidence(snapshot.slices)
+    rules = PoolRules(partitionable=gates.partitionable_devices, legacy=gates.legacy_pools)
+    _POOL_RULES = (snapshot, rules)
+    return rules
+
+
+_POOL_RULES: tuple[Snapshot, PoolRules] | None = None
+"""The last snapshot's pool rules: a scan asks once per unplaced claim."""
 
 
 MAX_POOL_FINDINGS = 5
