@@ -403,7 +403,8 @@ class _Interner:
         """The shared object with the same JSON text as ``value`` (None: not shareable).
 
         orjson writes NaN and infinities (which only the standard library's decoder
-        accepts) as ``null``: text holding ``null`` is not shared, nor is an empty value.
+        accepts) as ``null``: once the decoder has met one, text holding ``null`` is not
+        shared. Nor is an empty value.
         """
         if not value or self.dumps is None:
             return None
@@ -411,7 +412,7 @@ class _Interner:
             fingerprint = self.dumps(value)
         except TypeError:  # an integer beyond 64 bits, a lone surrogate (stdlib-decoded)
             return None
-        if b"null" in fingerprint:
+        if self.exact and b"null" in fingerprint:
             return None
         return self.shared.setdefault(fingerprint, value)
 
@@ -529,8 +530,8 @@ class _Interner:
             texts = list(map(dumps, values))
         except TypeError:
             return False
-        if any(map(bytes.__contains__, texts, repeat(b"null"))):
-            return False
+        if self.exact and any(map(bytes.__contains__, texts, repeat(b"null"))):
+            return False  # (NaN, written as null, exists only once `exact` is set)
         shared = list(map(self.shared.setdefault, texts, values))
         if kind is dict:
             for new in itertools.compress(values, map(operator.is_, values, shared)):
