@@ -103,7 +103,8 @@ def _yaml_loader() -> type[yaml.SafeLoader]:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _decode(data: bytes, path: str) -> str:
+def decode_text(data: bytes, path: str) -> str:
+    """Input bytes as text; InputError for binary or non-UTF-8 content."""
     if b"\x00" in data[:8192]:
         raise InputError("binary file, not YAML or JSON", path=path)
     try:
@@ -113,27 +114,20 @@ def _decode(data: bytes, path: str) -> str:
         raise InputError(f"not UTF-8 text (byte {exc.start})", path=path, line=line) from None
 
 
-def parse_stream(data: bytes, path: str) -> Iterator[tuple[Any, int | None]]:
-    """Yield (document, 1-based start line) from a YAML or JSON byte stream."""
-    text = _decode(data, path)
-    stripped = text.lstrip()
-    if not stripped:
-        return
-    if stripped[0] in "{[":
-        try:
-            yield _loads_json(text, path), 1
-            return
-        except InputError:
-            # JSON is YAML, but YAML flow style is not always JSON: let YAML decide.
-            if Path(path).suffix == ".json":
-                raise
+def compose_documents(text: str, path: str) -> Iterator[tuple[yaml.Node, Any]]:
+    """(node, constructed object) per YAML document; malformed input is an InputError.
+
+    The node keeps the marks (line, column) of everything in the document, which
+    ``selector-check`` needs to point at an expression inside a manifest.
+    """
     try:
         loader = _yaml_loader()(text)
         try:
             while loader.check_node():
                 node = loader.get_node()
-                line = node.start_mark.line + 1 if node is not None else None
-                yield loader.construct_document(node), line
+                if node is None:
+                    continue
+                yield node, loader.construct_document(node)
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
@@ -149,6 +143,24 @@ def parse_stream(data: bytes, path: str) -> Iterator[tuple[Any, int | None]]:
         raise InputError(f"malformed YAML: {exc}", path=path) from None
     except RecursionError:
         raise InputError("YAML nested too deeply", path=path) from None
+
+
+def parse_stream(data: bytes, path: str) -> Iterator[tuple[Any, int | None]]:
+    """Yield (document, 1-based start line) from a YAML or JSON byte stream."""
+    text = decode_text(data, path)
+    stripped = text.lstrip()
+    if not stripped:
+        return
+    if stripped[0] in "{[":
+        try:
+            yield _loads_json(text, path), 1
+            return
+        except InputError:
+            # JSON is YAML, but YAML flow style is not always JSON: let YAML decide.
+            if Path(path).suffix == ".json":
+                raise
+    for node, doc in compose_documents(text, path):
+        yield doc, node.start_mark.line + 1
 
 
 def _expand(

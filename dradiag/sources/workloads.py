@@ -38,6 +38,7 @@ from dradiag.errors import InputError
 from dradiag.snapshot.model import Kind, Snapshot
 from dradiag.snapshot.normalize import kind_of, normalize_claim_spec
 from dradiag.sources.fleet import STREAM_THRESHOLD_BYTES, stream_slice_snapshot
+from dradiag.sources.manifests import compose_documents, decode_text
 
 logger = logging.getLogger(__name__)
 
@@ -162,47 +163,6 @@ class ManifestSet:
 
 
 # -- reading YAML with positions ------------------------------------------------------
-
-
-def _loader_class() -> type[yaml.SafeLoader]:
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _decode(data: bytes, path: str) -> str:
-    if b"\x00" in data[:8192]:
-        raise InputError("binary file, not YAML or JSON", path=path)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path, line=line) from None
-
-
-def _compose(text: str, path: str) -> Iterator[tuple[yaml.Node, Any]]:
-    """(node, constructed object) per document; malformed input is an InputError."""
-    try:
-        loader = _loader_class()(text)
-        try:
-            while loader.check_node():
-                node = loader.get_node()
-                if node is None:
-                    continue
-                yield node, loader.construct_document(node)
-        finally:
-            loader.dispose()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        reason = (exc.problem or exc.context or "malformed YAML").strip()
-        raise InputError(
-            f"malformed YAML: {reason}",
-            path=path,
-            line=mark.line + 1 if mark else None,
-            column=mark.column + 1 if mark else None,
-        ) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"malformed YAML: {exc}", path=path) from None
-    except RecursionError:
-        raise InputError("YAML nested too deeply", path=path) from None
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -506,14 +466,14 @@ def _iter_manifest_files(path_arg: str) -> Iterator[Path]:
 def _read_text(path_arg: str, stdin: Any) -> Iterator[tuple[str, str]]:
     if path_arg == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        yield "<stdin>", _decode(stream.read(), "<stdin>")
+        yield "<stdin>", decode_text(stream.read(), "<stdin>")
         return
     for path in _iter_manifest_files(path_arg):
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
-        yield str(path), _decode(data, str(path))
+        yield str(path), decode_text(data, str(path))
 
 
 def load_manifests(
@@ -538,7 +498,7 @@ def load_manifests(
         for path, text in _read_text(path_arg, stdin):
             files.append(path)
             lines = text.splitlines()
-            for doc_node, doc in _compose(text, path):
+            for doc_node, doc in compose_documents(text, path):
                 for obj, node in _expand(doc, doc_node):
                     location = _location(path, node)
                     kind = kind_of(obj)
