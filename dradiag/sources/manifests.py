@@ -147,18 +147,20 @@ def compose_documents(text: str, path: str) -> Iterator[tuple[yaml.Node, Any]]:
 
 def parse_stream(data: bytes, path: str) -> Iterator[tuple[Any, int | None]]:
     """Yield (document, 1-based start line) from a YAML or JSON byte stream."""
-    text = decode_text(data, path)
-    stripped = text.lstrip()
-    if not stripped:
-        return
-    if stripped[0] in "{[":
+    head = data[:8192].lstrip()
+    if head[:1] in (b"{", b"[") and b"\x00" not in head:
+        # JSON straight from the bytes: no decoded copy of a file that may be
+        # hundreds of megabytes (orjson validates the UTF-8 itself).
         try:
-            yield _loads_json(text, path), 1
+            yield _loads_json(data.removeprefix(b"\xef\xbb\xbf"), path), 1
             return
         except InputError:
             # JSON is YAML, but YAML flow style is not always JSON: let YAML decide.
             if Path(path).suffix == ".json":
                 raise
+    text = decode_text(data, path)
+    if not text.strip():
+        return
     for node, doc in compose_documents(text, path):
         yield doc, node.start_mark.line + 1
 
