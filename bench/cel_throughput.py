@@ -49,7 +49,9 @@ MODELS = [
 DRIVERS = ["535.161.8", "550.54.15", "560.35.3", "580.65.6"]
 
 
-def make_devices(n: int, seed: int = 7, models: int = 4, vary_driver: bool = True) -> list[tuple[str, dict[str, Any]]]:
+def make_devices(
+    n: int, seed: int = 7, models: int = 4, vary_driver: bool = True
+) -> list[tuple[str, dict[str, Any]]]:
     rng = random.Random(seed)
     out = []
     for i in range(n):
@@ -168,12 +170,20 @@ def bench_cel_expr_python(raw: list[tuple[str, dict[str, Any]]]) -> dict[str, An
     functions = [
         cel.FunctionDecl("quantity", [cel.Overload("quantity_string", S, [S], impl=quantity)]),
         cel.FunctionDecl("semver", [cel.Overload("semver_string", S, [S], impl=semver)]),
-        cel.FunctionDecl("compareTo", [cel.Overload("k8s_compareTo", INT, [S, S], is_member=True, impl=compare_to)]),
         cel.FunctionDecl(
-            "isGreaterThan", [cel.Overload("k8s_isGreaterThan", BOOL, [S, S], is_member=True, impl=is_greater)]
+            "compareTo",
+            [cel.Overload("k8s_compareTo", INT, [S, S], is_member=True, impl=compare_to)],
+        ),
+        cel.FunctionDecl(
+            "isGreaterThan",
+            [cel.Overload("k8s_isGreaterThan", BOOL, [S, S], is_member=True, impl=is_greater)],
         ),
     ]
-    env = cel.NewEnv(variables={"device": cel.Type.DYN}, extensions=[ext_strings.ExtStrings()], functions=functions)
+    env = cel.NewEnv(
+        variables={"device": cel.Type.DYN},
+        extensions=[ext_strings.ExtStrings()],
+        functions=functions,
+    )
 
     t0 = time.perf_counter()
     activations = []
@@ -185,7 +195,16 @@ def bench_cel_expr_python(raw: list[tuple[str, dict[str, Any]]]) -> dict[str, An
         }
         caps = {dom: {k: _tag_q(v) for k, v in m.items()} for dom, m in dev.capacity.items()}
         activations.append(
-            env.Activation({"device": {"driver": driver, "attributes": attrs, "capacity": caps, "allowMultipleAllocations": False}})
+            env.Activation(
+                {
+                    "device": {
+                        "driver": driver,
+                        "attributes": attrs,
+                        "capacity": caps,
+                        "allowMultipleAllocations": False,
+                    }
+                }
+            )
         )
     activation_s = time.perf_counter() - t0
     out: dict[str, Any] = {"activation_us": activation_s / len(raw) * 1e6}
@@ -254,7 +273,12 @@ def bench_celpy(raw: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         activations.append(
             {
                 "device": to_cel(
-                    {"driver": driver, "attributes": dict(dev.attributes), "capacity": dict(dev.capacity), "allowMultipleAllocations": False}
+                    {
+                        "driver": driver,
+                        "attributes": dict(dev.attributes),
+                        "capacity": dict(dev.capacity),
+                        "allowMultipleAllocations": False,
+                    }
                 )
             }
         )
@@ -317,22 +341,32 @@ def main() -> None:
     args = parser.parse_args()
 
     raw = make_devices(args.devices)
-    print(f"{args.devices:,} synthetic NVIDIA devices (15 attributes, 3 capacities); memoization off")
+    print(
+        f"{args.devices:,} synthetic NVIDIA devices (15 attributes, 3 capacities); memoization off"
+    )
     dr = bench_dradiag(raw)
     cx = bench_cel_expr_python(raw)
     sample = raw[: args.celpy_sample]
     cp = bench_celpy(sample)
     dr_sample = bench_dradiag(sample)
 
-    print(f"activation µs/device: dradiag {dr['activation_us']:.1f}, cel-expr-python {cx['activation_us']:.1f}, "
-          f"cel-python {cp['activation_us']:.1f}")
+    print(
+        f"activation µs/device: dradiag {dr['activation_us']:.1f}, cel-expr-python {cx['activation_us']:.1f}, "
+        f"cel-python {cp['activation_us']:.1f}"
+    )
     print("evals/s; ratios are dradiag sweep (batch) ÷ the other engine")
-    print(f"{'expr':4} {'sweep (batch)':>14} {'select':>11} {'matches/dev':>12} {'cel-expr-py':>12} {'cel-python':>11}"
-          f" {'vs cel-expr':>12} {'vs cel-python':>14} {'matches vs':>11}  matched  compile ms")
+    print(
+        f"{'expr':4} {'sweep (batch)':>14} {'select':>11} {'matches/dev':>12} {'cel-expr-py':>12} {'cel-python':>11}"
+        f" {'vs cel-expr':>12} {'vs cel-python':>14} {'matches vs':>11}  matched  compile ms"
+    )
     for key in EXPRESSIONS:
         d, x, p = dr[key], cx[key], cp[key]
-        assert d["matched"] == x["matched"], f"{key}: dradiag {d['matched']} vs cel-expr-python {x['matched']}"
-        assert dr_sample[key]["matched"] == p["matched"], f"{key}: dradiag vs cel-python on the sample"
+        assert d["matched"] == x["matched"], (
+            f"{key}: dradiag {d['matched']} vs cel-expr-python {x['matched']}"
+        )
+        assert dr_sample[key]["matched"] == p["matched"], (
+            f"{key}: dradiag vs cel-python on the sample"
+        )
         print(
             f"{key:4} {d['rate']:>14,.0f} {d['select_rate']:>11,.0f} {d['matches_rate']:>12,.0f} {x['rate']:>12,.0f}"
             f" {p['rate']:>11,.0f} {d['rate'] / x['rate']:>11.1f}x {d['rate'] / p['rate']:>13,.0f}x"
@@ -340,8 +374,10 @@ def main() -> None:
         )
     memo = bench_memoized(args.devices)
     print(f"memoized, {args.devices:,} devices of 4 GPU models (differ in uuid/pciBusID); evals/s")
-    print(f"{'expr':4} {'plain sweep':>12} {'memo warm':>11} {'memo cold':>11} {'memoized()':>11}"
-          f" {'warm vs cel-expr':>17} {'warm vs cel-python':>19}  distinct tuples")
+    print(
+        f"{'expr':4} {'plain sweep':>12} {'memo warm':>11} {'memo cold':>11} {'memoized()':>11}"
+        f" {'warm vs cel-expr':>17} {'warm vs cel-python':>19}  distinct tuples"
+    )
     for key in EXPRESSIONS:
         m = memo[key]
         print(

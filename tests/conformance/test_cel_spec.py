@@ -32,7 +32,10 @@ FILES = [
     "basic", "bindings_ext", "comparisons", "conversions", "fields", "fp_math", "integer_math",
     "lists", "logic", "macros", "macros2", "optionals", "parse", "plumbing", "string", "string_ext",
 ]  # fmt: skip
-OUT_OF_SCOPE_FILES = {"dynamic": "protobuf wrappers, Any, Struct", "type_deduction": "checker-only type deduction"}
+OUT_OF_SCOPE_FILES = {
+    "dynamic": "protobuf wrappers, Any, Struct",
+    "type_deduction": "checker-only type deduction",
+}
 
 
 # --------------------------------------------------------------------------------------
@@ -55,7 +58,19 @@ def _unescape(body: str) -> bytes:
             i += 1
             continue
         n = chr(raw[i + 1])
-        simple = {"n": 10, "t": 9, "r": 13, "a": 7, "b": 8, "f": 12, "v": 11, "\\": 92, "'": 39, '"': 34, "?": 63}
+        simple = {
+            "n": 10,
+            "t": 9,
+            "r": 13,
+            "a": 7,
+            "b": 8,
+            "f": 12,
+            "v": 11,
+            "\\": 92,
+            "'": 39,
+            '"': 34,
+            "?": 63,
+        }
         if n in simple:
             out.append(simple[n])
             i += 2
@@ -86,7 +101,7 @@ def _tokens(text: str) -> list[tuple[str, Any]]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
-            raise ValueError(f"textproto: cannot read at {text[pos:pos + 30]!r}")
+            raise ValueError(f"textproto: cannot read at {text[pos : pos + 30]!r}")
         pos = m.end()
         if m.group("str"):
             s = _unescape(m.group("str")[1:-1])
@@ -191,7 +206,9 @@ def to_python(value: dict[str, list[Any]]) -> Any:
         return [to_python(v) for v in lst.get("values", [])]
     if "map_value" in value:
         mp = _one(value, "map_value")
-        return {to_python(_one(e, "key")): to_python(_one(e, "value")) for e in mp.get("entries", [])}
+        return {
+            to_python(_one(e, "key")): to_python(_one(e, "value")) for e in mp.get("entries", [])
+        }
     if "type_value" in value:
         name = _one(value, "type_value").decode("utf-8")
         if "." in name and name not in ("google.protobuf.Value",):
@@ -211,7 +228,9 @@ def strict_equal(a: Any, b: Any) -> bool:
         else:
             return False
     if isinstance(a, float):
-        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+        return (math.isnan(a) and math.isnan(b)) or (
+            a == b and math.copysign(1, a) == math.copysign(1, b)
+        )
     if isinstance(a, list | tuple):
         return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
@@ -236,9 +255,14 @@ _UNSUPPORTED_EXPR = re.compile(
 
 def _primitive(t: dict[str, list[Any]]) -> Any:
     if "primitive" in t:
-        return {"INT64": "int", "UINT64": "uint", "DOUBLE": "double", "BOOL": "bool", "STRING": "string", "BYTES": "bytes"}[
-            _one(t, "primitive")
-        ]
+        return {
+            "INT64": "int",
+            "UINT64": "uint",
+            "DOUBLE": "double",
+            "BOOL": "bool",
+            "STRING": "string",
+            "BYTES": "bytes",
+        }[_one(t, "primitive")]
     if "list_type" in t:
         elem = _one(_one(t, "list_type"), "elem_type")
         return f"list({_primitive(elem)})"
@@ -299,7 +323,10 @@ def prepare(test: dict[str, list[Any]]) -> dict[str, Any]:
 def run_case(case: dict[str, Any]) -> tuple[bool, str]:
     try:
         compiled = compile_expression(
-            case["expr"], variables=case["variables"], check_types=case["check"], macros=case["macros"]
+            case["expr"],
+            variables=case["variables"],
+            check_types=case["check"],
+            macros=case["macros"],
         )
         result = compiled.evaluate(case["bindings"])
     except CelError as exc:
@@ -340,14 +367,18 @@ def test_cel_spec(test_id: str) -> None:
     ok, detail = run_case(CASES[test_id])
     if test_id in SKIPS:
         if ok:
-            pytest.fail(f"listed in cel_spec_skips.yaml but passes now; remove it ({SKIPS[test_id]})")
+            pytest.fail(
+                f"listed in cel_spec_skips.yaml but passes now; remove it ({SKIPS[test_id]})"
+            )
         pytest.skip(SKIPS[test_id])
     assert ok, detail
 
 
 def test_pass_rate_and_skip_list() -> None:
     unknown = sorted(set(SKIPS) - set(CASES))
-    assert not unknown, f"cel_spec_skips.yaml names tests that do not exist or are not applicable: {unknown}"
+    assert not unknown, (
+        f"cel_spec_skips.yaml names tests that do not exist or are not applicable: {unknown}"
+    )
     applicable = len(CASES)
     passing = applicable - len(SKIPS)
     assert applicable > 1000
@@ -355,7 +386,9 @@ def test_pass_rate_and_skip_list() -> None:
 
 
 if __name__ == "__main__":
-    failures = {tid: run_case(case)[1] for tid, case in sorted(CASES.items()) if not run_case(case)[0]}
+    failures = {
+        tid: run_case(case)[1] for tid, case in sorted(CASES.items()) if not run_case(case)[0]
+    }
     for tid, why in failures.items():
         print(f"{tid}: {why}")
     print(f"{len(CASES)} applicable, {len(failures)} failing, {len(NOT_APPLICABLE)} not applicable")

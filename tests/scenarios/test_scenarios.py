@@ -34,8 +34,7 @@ pytestmark = pytest.mark.skipif(
     reason="the `claim` command (dradiag/cli/commands/claim.py) has not landed yet",
 )
 
-KNOWN_ENGINE_ISSUES: dict[str, str] = {
-}
+KNOWN_ENGINE_ISSUES: dict[str, str] = {}
 """Scenario name -> the engine or rule bug that makes it fail today (reported, not hidden).
 
 Each entry runs as a strict xfail: when the bug is fixed the test XPASSes, fails, and the

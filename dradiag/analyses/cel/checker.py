@@ -139,7 +139,9 @@ class _Checker:
         if isinstance(node, CreateStruct):
             for _, value, _opt in node.fields:
                 self.check(value, scope)
-            return self.fail(node.pos, f"undeclared reference to '{node.type_name}' (in container '')")
+            return self.fail(
+                node.pos, f"undeclared reference to '{node.type_name}' (in container '')"
+            )
         raise AssertionError(f"unknown node {node!r}")
 
     def _ident(self, node: Ident, scope: dict[str, T]) -> T:
@@ -246,7 +248,9 @@ class _Checker:
             overloads = None
         if overloads is None:
             return self.fail(node.pos, f"undeclared reference to '{name}' (in container '')")
-        candidates = [o for o in overloads if o.receiver == receiver and len(o.params) == len(arg_types)]
+        candidates = [
+            o for o in overloads if o.receiver == receiver and len(o.params) == len(arg_types)
+        ]
         if not candidates:
             if not any(o.receiver == receiver for o in overloads):
                 return self.fail(node.pos, f"undeclared reference to '{name}' (in container '')")

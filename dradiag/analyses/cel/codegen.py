@@ -159,7 +159,13 @@ class GeneratedCode:
 
 class _Gen:
     def __init__(
-        self, expression: str, checked: CheckResult, *, selector: bool, validate_regex: bool, mode: str = FUNCTION
+        self,
+        expression: str,
+        checked: CheckResult,
+        *,
+        selector: bool,
+        validate_regex: bool,
+        mode: str = FUNCTION,
     ) -> None:
         self.expression = expression
         self.mode = mode
@@ -305,7 +311,12 @@ class _Gen:
         return f"(_vars[{node.name!r}] if {node.name!r} in _vars else _raise(_RtErr({('no such attribute: ' + node.name)!r})))"
 
     def is_device(self, node: Node, scope: dict[str, str]) -> bool:
-        return isinstance(node, Ident) and node.name == "device" and node.name not in scope and self.type_of(node) == DEVICE
+        return (
+            isinstance(node, Ident)
+            and node.name == "device"
+            and node.name not in scope
+            and self.type_of(node) == DEVICE
+        )
 
     def is_domain_map(self, node: Node, scope: dict[str, str]) -> bool:
         """``device.attributes`` / ``device.capacity``: maps whose unknown keys give ``{}``."""
@@ -319,11 +330,20 @@ class _Gen:
 
     def domain_of(self, node: Node, scope: dict[str, str]) -> tuple[str, str] | None:
         """``(kind, domain)`` when ``node`` is ``device.attributes[<literal>]`` or ``device.capacity.<field>``."""
-        if isinstance(node, Index) and not node.optional and self.is_domain_map(node.operand, scope):
+        if (
+            isinstance(node, Index)
+            and not node.optional
+            and self.is_domain_map(node.operand, scope)
+        ):
             if isinstance(node.index, Literal) and node.index.kind == "string":
                 field = node.operand.field  # type: ignore[attr-defined]
                 return ("attribute" if field == "attributes" else "capacity", str(node.index.value))
-        if isinstance(node, Select) and not node.optional and not node.test_only and self.is_domain_map(node.operand, scope):
+        if (
+            isinstance(node, Select)
+            and not node.optional
+            and not node.test_only
+            and self.is_domain_map(node.operand, scope)
+        ):
             field = node.operand.field  # type: ignore[attr-defined]
             return ("attribute" if field == "attributes" else "capacity", node.field)
         return None
@@ -430,7 +450,11 @@ class _Gen:
             flat += [entry.key, entry.value]
         exprs = self.gen_args(flat, scope)
         pairs = [(exprs[2 * i], exprs[2 * i + 1]) for i in range(len(node.entries))]
-        literal_keys = [e.key.value for e in node.entries if isinstance(e.key, Literal) and e.key.kind == "string"]
+        literal_keys = [
+            e.key.value
+            for e in node.entries
+            if isinstance(e.key, Literal) and e.key.kind == "string"
+        ]
         if (
             not any(e.optional for e in node.entries)
             and len(literal_keys) == len(node.entries)
@@ -474,9 +498,13 @@ class _Gen:
         impls = RECEIVER_IMPLS if node.target is not None else GLOBAL_IMPLS
         impl = impls.get(fn)
         if impl is None:
-            return self.raise_expr(f"unbound function: {fn}" if node.target is None else "no such overload")
+            return self.raise_expr(
+                f"unbound function: {fn}" if node.target is None else "no such overload"
+            )
         receiver = node.target is not None
-        if not any(o.receiver == receiver and len(o.params) == len(args) for o in DECLARATIONS.get(fn, [])):
+        if not any(
+            o.receiver == receiver and len(o.params) == len(args) for o in DECLARATIONS.get(fn, [])
+        ):
             return self.raise_expr("no such overload")
         if self.metered and args:
             self.add_dynamic_cost(fn, args)
@@ -544,7 +572,9 @@ class _Gen:
         if len(node.args) != 1:
             return None
         arg = node.args[0]
-        if not (isinstance(arg, Call) and arg.function in ("quantity", "semver") and arg.target is None):
+        if not (
+            isinstance(arg, Call) and arg.function in ("quantity", "semver") and arg.target is None
+        ):
             return None
         const_expr = self.fold_constructor(arg)
         if const_expr is None or not const_expr.startswith("_k"):
@@ -612,7 +642,9 @@ class _Gen:
             if same_prim and ta.kind in ("int", "string", "double", "uint", "bytes", "bool"):
                 return f"({a} {pyop} {b})"
             lit = _literal_class(node.args[1])
-            if lit in ("int", "str") and (ta.is_dyn or ta.kind == ("string" if lit == "str" else lit)):
+            if lit in ("int", "str") and (
+                ta.is_dyn or ta.kind == ("string" if lit == "str" else lit)
+            ):
                 x = self.name_of(a)
                 return f"(({x} {pyop} {b}) if {x}.__class__ is {lit} else {_CMP_HELPERS[fn]}({x}, {b}))"
             return f"{_CMP_HELPERS[fn]}({a}, {b})"
@@ -726,7 +758,9 @@ class _Gen:
             self.depth += 1
             self.ret(absorbing)
             self.depth -= 1
-            self.emit(f"if {err} is None: {err} = {value} if isinstance({value}, _CelError) else _noov()")
+            self.emit(
+                f"if {err} is None: {err} = {value} if isinstance({value}, _CelError) else _noov()"
+            )
             self.depth -= 1
         if err_used:
             self.lines.insert(err_at[0], f"{err_at[1]}{err} = None")
@@ -853,7 +887,9 @@ class _Gen:
             entry = self.name_of(value)
             self.emit(f"if not isinstance({entry}, dict): raise _noov()")
             self.emit(f"for _mk in {entry}:")
-            self.emit(f"    if _mk in {out}: raise _RtErr('insert failed: key ' + str(_mk) + ' already exists')")
+            self.emit(
+                f"    if _mk in {out}: raise _RtErr('insert failed: key ' + str(_mk) + ' already exists')"
+            )
             self.emit(f"{out}.update({entry})")
         if len(node.args) == 2:
             self.depth -= 1
@@ -937,7 +973,13 @@ def _flatten(node: Node, fn: str) -> list[Node]:
 
 def _literal_class(node: Node) -> str | None:
     if isinstance(node, Literal):
-        return {"string": "str", "int": "int", "bool": "bool", "double": "float", "bytes": "bytes"}.get(node.kind)
+        return {
+            "string": "str",
+            "int": "int",
+            "bool": "bool",
+            "double": "float",
+            "bytes": "bytes",
+        }.get(node.kind)
     return None
 
 
@@ -1021,7 +1063,11 @@ def generate(
     if gen.metered:
         prologue.append(f"{indent}_cost = {_static_cost(root)}")
     # Bind the helpers the code uses as parameter defaults: locals are cheaper than globals.
-    text = "\n".join(prologue + body) + " _RtErr _to_bool _CostExceeded" + (" _detach" if batch else "")
+    text = (
+        "\n".join(prologue + body)
+        + " _RtErr _to_bool _CostExceeded"
+        + (" _detach" if batch else "")
+    )
     used = sorted(n for n in set(_NAME_RE.findall(text)) if n in namespace)
     params = "".join(f", {n}={n}" for n in used)
     if not batch:

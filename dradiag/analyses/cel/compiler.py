@@ -126,7 +126,9 @@ class CompiledSelector:
         generated = generate(self.expression, self._root, self._checked, selector=True, mode=mode)
         return _compile_function(generated.source, generated.namespace, self.expression)
 
-    def sweep(self, devices: Sequence[CelDevice], *, memoize: bool = False) -> list[bool | CelRuntimeError]:
+    def sweep(
+        self, devices: Sequence[CelDevice], *, memoize: bool = False
+    ) -> list[bool | CelRuntimeError]:
         """``matches`` on every device, in one generated loop: True, False or the ``CelRuntimeError``.
 
         Result ``i`` is exactly what ``matches(devices[i])`` returns or raises (a runtime error
@@ -274,8 +276,18 @@ def _fingerprint(device: CelDevice) -> Any:
     return (
         device.driver,
         device.allow_multiple_allocations,
-        tuple(sorted((d, tuple(sorted((k, _tagged(v)) for k, v in m.items()))) for d, m in device.attributes.items())),
-        tuple(sorted((d, tuple(sorted((k, _tagged(v)) for k, v in m.items()))) for d, m in device.capacity.items())),
+        tuple(
+            sorted(
+                (d, tuple(sorted((k, _tagged(v)) for k, v in m.items())))
+                for d, m in device.attributes.items()
+            )
+        ),
+        tuple(
+            sorted(
+                (d, tuple(sorted((k, _tagged(v)) for k, v in m.items())))
+                for d, m in device.capacity.items()
+            )
+        ),
     )
 
 
@@ -540,19 +552,25 @@ def compile_selector(
     (DRAConsumableCapacity) decide whether ``includes``, comprehensions over attribute
     values and ``device.allowMultipleAllocations`` are declared.
     """
-    return _compile_selector_cached(expression, list_type_attributes, consumable_capacity, environment)
+    return _compile_selector_cached(
+        expression, list_type_attributes, consumable_capacity, environment
+    )
 
 
 class CompiledExpression:
     """A general CEL expression over named variables (used by the conformance suite and tools)."""
 
-    def __init__(self, expression: str, source: str, fn: Callable[..., Any], result_type: T) -> None:
+    def __init__(
+        self, expression: str, source: str, fn: Callable[..., Any], result_type: T
+    ) -> None:
         self.expression = expression
         self.source = source
         self._fn = fn
         self.result_type = result_type
 
-    def evaluate(self, variables: Mapping[str, Any] | None = None, device: CelDevice | None = None) -> Any:
+    def evaluate(
+        self, variables: Mapping[str, Any] | None = None, device: CelDevice | None = None
+    ) -> Any:
         return self._fn(device, variables or _EMPTY_VARS)
 
 
@@ -573,6 +591,8 @@ def compile_expression(
     )
     root = parse(expression, macros=macros)
     result_type, checked = check(expression, root, options)
-    generated = generate(expression, root, checked, selector=False, validate_regex=kubernetes_validators)
+    generated = generate(
+        expression, root, checked, selector=False, validate_regex=kubernetes_validators
+    )
     fn = _compile_function(generated.source, generated.namespace, expression)
     return CompiledExpression(expression, generated.source, fn, result_type)

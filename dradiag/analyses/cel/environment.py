@@ -71,7 +71,9 @@ _SHAPES_MAX = 4096
 _CAPACITY = object()  # separates the attribute part of a layout from the capacity part
 
 
-def _flatten(attributes: Mapping[str, Mapping[str, Any]], capacity: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, int], tuple[Any, ...]]:
+def _flatten(
+    attributes: Mapping[str, Mapping[str, Any]], capacity: Mapping[str, Mapping[str, Any]]
+) -> tuple[dict[str, int], tuple[Any, ...]]:
     """``(shape, vals)`` of a device (see the module docstring)."""
     layout: list[Any] = []
     vals: list[Any] = []

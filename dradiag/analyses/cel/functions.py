@@ -105,7 +105,9 @@ declare("endsWith", "string.(string)->bool", stdlib.ends_with)
 declare("matches", "string.(string)->bool (string,string)->bool", regex.matches)
 declare("int", "(int)->int (uint)->int (double)->int (string)->int", stdlib.to_int)
 declare("uint", "(uint)->uint (int)->uint (double)->uint (string)->uint", stdlib.to_uint)
-declare("double", "(double)->double (int)->double (uint)->double (string)->double", stdlib.to_double)
+declare(
+    "double", "(double)->double (int)->double (uint)->double (string)->double", stdlib.to_double
+)
 declare("string", "(string)->string (int)->string (uint)->string (double)->string (bytes)->string "
         "(bool)->string (ip)->string (cidr)->string (url)->string", stdlib.to_string)  # fmt: skip
 declare("bytes", "(bytes)->bytes (string)->bytes", stdlib.to_bytes)
@@ -115,11 +117,19 @@ declare("dyn", "(A)->dyn", stdlib.to_dyn)
 
 # ext.Strings v2.
 declare("charAt", "string.(int)->string", stdlib.char_at)
-declare("indexOf", "string.(string)->int string.(string,int)->int list(A).(A)->int", stdlib.index_of)
-declare("lastIndexOf", "string.(string)->int string.(string,int)->int list(A).(A)->int", stdlib.last_index_of)
+declare(
+    "indexOf", "string.(string)->int string.(string,int)->int list(A).(A)->int", stdlib.index_of
+)
+declare(
+    "lastIndexOf",
+    "string.(string)->int string.(string,int)->int list(A).(A)->int",
+    stdlib.last_index_of,
+)
 declare("lowerAscii", "string.()->string", stdlib.lower_ascii)
 declare("upperAscii", "string.()->string", stdlib.upper_ascii)
-declare("replace", "string.(string,string)->string string.(string,string,int)->string", stdlib.replace)
+declare(
+    "replace", "string.(string,string)->string string.(string,string,int)->string", stdlib.replace
+)
 declare("split", "string.(string)->list(string) string.(string,int)->list(string)", stdlib.split)
 declare("substring", "string.(int)->string string.(int,int)->string", stdlib.substring)
 declare("trim", "string.()->string", stdlib.trim)
@@ -129,7 +139,9 @@ declare("strings.quote", "(string)->string", stdlib.quote)
 
 # Regex (library.Regex).
 declare("find", "string.(string)->string", regex.find)
-declare("findAll", "string.(string)->list(string) string.(string,int)->list(string)", regex.find_all)
+declare(
+    "findAll", "string.(string)->list(string) string.(string,int)->list(string)", regex.find_all
+)
 
 # Lists: library.Lists and ext.Lists.
 declare("isSorted", "list(A).()->bool", stdlib.is_sorted)

@@ -320,7 +320,9 @@ def ip(s: Any) -> IP:
     try:
         return IP(_parse_ip(s))
     except ValueError as exc:
-        raise CelRuntimeError(f"IP Address {s!r} parse error during conversion from string: {exc}") from None
+        raise CelRuntimeError(
+            f"IP Address {s!r} parse error during conversion from string: {exc}"
+        ) from None
 
 
 def is_ip(s: Any) -> bool:
@@ -339,7 +341,9 @@ def ip_is_canonical(s: Any) -> bool:
     try:
         return str(_parse_ip(s)) == s
     except ValueError as exc:
-        raise CelRuntimeError(f"IP Address {s!r} parse error during conversion from string: {exc}") from None
+        raise CelRuntimeError(
+            f"IP Address {s!r} parse error during conversion from string: {exc}"
+        ) from None
 
 
 def _ip(v: Any) -> Any:
@@ -395,7 +399,9 @@ def cidr(s: Any) -> CIDR:
     try:
         return CIDR(_parse_cidr(s))
     except ValueError as exc:
-        raise CelRuntimeError(f"network address parse error during conversion from string: {exc}") from None
+        raise CelRuntimeError(
+            f"network address parse error during conversion from string: {exc}"
+        ) from None
 
 
 def is_cidr(s: Any) -> bool:

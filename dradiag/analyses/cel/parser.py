@@ -299,13 +299,17 @@ class _Lexer:
 
         while True:
             if j >= n:
-                raise self.error(start, "Syntax error: token recognition error at: unterminated string")
+                raise self.error(
+                    start, "Syntax error: token recognition error at: unterminated string"
+                )
             if text.startswith(delim, j):
                 j += len(delim)
                 break
             ch = text[j]
             if not triple and ch in "\r\n":
-                raise self.error(start, "Syntax error: token recognition error at: unterminated string")
+                raise self.error(
+                    start, "Syntax error: token recognition error at: unterminated string"
+                )
             if ch == "\\" and not raw:
                 if j + 1 >= n:
                     raise self.error(j, "Syntax error: invalid escape sequence")
@@ -685,7 +689,12 @@ class _Parser:
 
     def receiver_call(self, pos: int, target: Node, name: str, args: list[Node]) -> Node:
         if self.macros:
-            if name == "bind" and isinstance(target, Ident) and target.name == "cel" and len(args) == 3:
+            if (
+                name == "bind"
+                and isinstance(target, Ident)
+                and target.name == "cel"
+                and len(args) == 3
+            ):
                 var = self._simple_name(args[0], pos)
                 return Bind(pos, var, args[1], args[2])
             counts = _RECEIVER_MACROS.get(name)
@@ -706,9 +715,7 @@ class _Parser:
                     var = self._simple_name(args[0], pos)
                     var2 = self._simple_name(args[1], pos)
                     if var == var2:
-                        raise self.error(
-                            args[1].pos, f"duplicate variable name: {var}"
-                        )
+                        raise self.error(args[1].pos, f"duplicate variable name: {var}")
                     return Comprehension(pos, kind, target, var, var2, list(args[2:]))
                 var = self._simple_name(args[0], pos)
                 return Comprehension(pos, kind, target, var, None, [args[1]])

@@ -26,8 +26,7 @@ __all__ = ["Quantity", "parse_quantity", "QUANTITY_FORMAT_ERROR"]
 NANO: Final = 10**9
 
 QUANTITY_FORMAT_ERROR: Final = (
-    "quantities must match the regular expression "
-    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
 
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}

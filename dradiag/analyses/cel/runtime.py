@@ -295,28 +295,44 @@ def compare(a: Any, b: Any) -> int:
 
 def less(a: Any, b: Any) -> bool:
     c = compare(a, b)
-    if c == 2 or (a.__class__ is float and math.isnan(a)) or (b.__class__ is float and math.isnan(b)):
+    if (
+        c == 2
+        or (a.__class__ is float and math.isnan(a))
+        or (b.__class__ is float and math.isnan(b))
+    ):
         return False
     return c < 0
 
 
 def less_equals(a: Any, b: Any) -> bool:
     c = compare(a, b)
-    if c == 2 or (a.__class__ is float and math.isnan(a)) or (b.__class__ is float and math.isnan(b)):
+    if (
+        c == 2
+        or (a.__class__ is float and math.isnan(a))
+        or (b.__class__ is float and math.isnan(b))
+    ):
         return False
     return c <= 0
 
 
 def greater(a: Any, b: Any) -> bool:
     c = compare(a, b)
-    if c == 2 or (a.__class__ is float and math.isnan(a)) or (b.__class__ is float and math.isnan(b)):
+    if (
+        c == 2
+        or (a.__class__ is float and math.isnan(a))
+        or (b.__class__ is float and math.isnan(b))
+    ):
         return False
     return c > 0
 
 
 def greater_equals(a: Any, b: Any) -> bool:
     c = compare(a, b)
-    if c == 2 or (a.__class__ is float and math.isnan(a)) or (b.__class__ is float and math.isnan(b)):
+    if (
+        c == 2
+        or (a.__class__ is float and math.isnan(a))
+        or (b.__class__ is float and math.isnan(b))
+    ):
         return False
     return c >= 0
 

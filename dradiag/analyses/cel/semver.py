@@ -21,7 +21,12 @@ class Semver:
     __slots__ = ("major", "minor", "patch", "pre", "build", "_key", "_hash")
 
     def __init__(
-        self, major: int, minor: int, patch: int, pre: tuple[str | int, ...] = (), build: tuple[str, ...] = ()
+        self,
+        major: int,
+        minor: int,
+        patch: int,
+        pre: tuple[str | int, ...] = (),
+        build: tuple[str, ...] = (),
     ) -> None:
         self.major = major
         self.minor = minor
@@ -91,7 +96,9 @@ def _parse_number(text: str, what: str) -> int:
     if not text or not set(text) <= _DIGITS:
         raise ValueError(f"Invalid character(s) found in {what} number {text!r}".replace("'", '"'))
     if len(text) > 1 and text[0] == "0":
-        raise ValueError(f"{what.capitalize()} number must not contain leading zeroes {text!r}".replace("'", '"'))
+        raise ValueError(
+            f"{what.capitalize()} number must not contain leading zeroes {text!r}".replace("'", '"')
+        )
     value = int(text)
     if value >= 2**64:
         raise ValueError(f"Invalid {what} number {text!r}".replace("'", '"'))
@@ -117,7 +124,9 @@ def parse_semver(text: str) -> Semver:
             if not ident:
                 raise ValueError("Build meta data is empty")
             if not set(ident) <= _ALNUM:
-                raise ValueError(f"Invalid character(s) found in build meta data {ident!r}".replace("'", '"'))
+                raise ValueError(
+                    f"Invalid character(s) found in build meta data {ident!r}".replace("'", '"')
+                )
         build = tuple(build_ids)
     if "-" in rest:
         rest, pre_text = rest.split("-", 1)
@@ -132,7 +141,9 @@ def parse_semver(text: str) -> Semver:
             elif set(ident) <= _ALNUM:
                 pre_items.append(ident)
             else:
-                raise ValueError(f"Invalid character(s) found in prerelease {ident!r}".replace("'", '"'))
+                raise ValueError(
+                    f"Invalid character(s) found in prerelease {ident!r}".replace("'", '"')
+                )
         pre = tuple(pre_items)
     patch = _parse_number(rest, "patch")
     return Semver(major, minor, patch, pre, build)

@@ -178,7 +178,9 @@ def format_double(d: float) -> str:
         frac_part = ""
     digits = (int_part + frac_part).lstrip("0")
     # decimal point position relative to the start of `digits`
-    point = len(int_part) + exp - (len(int_part + frac_part) - len((int_part + frac_part).lstrip("0")))
+    point = (
+        len(int_part) + exp - (len(int_part + frac_part) - len((int_part + frac_part).lstrip("0")))
+    )
     digits = digits.rstrip("0") or "0"
     x = point - 1  # exponent in d.ddd form
     if x < -4 or x >= 21:
@@ -386,7 +388,17 @@ def quote(s: Any) -> str:
         elif ch == "\\":
             out.append("\\\\")
         elif ch in "\a\b\f\n\r\t\v":
-            out.append({"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}[ch])
+            out.append(
+                {
+                    "\a": "\\a",
+                    "\b": "\\b",
+                    "\f": "\\f",
+                    "\n": "\\n",
+                    "\r": "\\r",
+                    "\t": "\\t",
+                    "\v": "\\v",
+                }[ch]
+            )
         elif o < 0x20 or o == 0x7F:
             out.append(f"\\x{o:02x}")
         else:
@@ -469,7 +481,9 @@ def _format_verb(verb: str, arg: Any, precision: int | None) -> str:
             return str(int(arg))
         if cls is float and (math.isnan(arg) or math.isinf(arg)):
             return format_double(arg).replace("+Inf", "Infinity").replace("-Inf", "-Infinity")
-        raise CelRuntimeError(f"error during formatting: decimal clause can only be used on integers, was given {type_of(arg).name}")
+        raise CelRuntimeError(
+            f"error during formatting: decimal clause can only be used on integers, was given {type_of(arg).name}"
+        )
     if verb in "fe":
         if cls is int or cls is Uint or cls is float:
             d = float(arg)
@@ -479,17 +493,23 @@ def _format_verb(verb: str, arg: Any, precision: int | None) -> str:
                 return "Infinity" if d > 0 else "-Infinity"
             p = 6 if precision is None else precision
             return f"{d:.{p}{verb}}"
-        raise CelRuntimeError(f"error during formatting: fixed-point clause can only be used on doubles, was given {type_of(arg).name}")
+        raise CelRuntimeError(
+            f"error during formatting: fixed-point clause can only be used on doubles, was given {type_of(arg).name}"
+        )
     if verb == "b":
         if cls is int or cls is Uint:
             return format(int(arg), "b")
         if cls is bool:
             return "1" if arg else "0"
-        raise CelRuntimeError(f"error during formatting: only integers and bools can be formatted as binary, was given {type_of(arg).name}")
+        raise CelRuntimeError(
+            f"error during formatting: only integers and bools can be formatted as binary, was given {type_of(arg).name}"
+        )
     if verb == "o":
         if cls is int or cls is Uint:
             return format(int(arg), "o")
-        raise CelRuntimeError(f"error during formatting: octal clause can only be used on integers, was given {type_of(arg).name}")
+        raise CelRuntimeError(
+            f"error during formatting: octal clause can only be used on integers, was given {type_of(arg).name}"
+        )
     if verb in "xX":
         if cls is int or cls is Uint:
             r = format(int(arg), "x")
@@ -498,9 +518,13 @@ def _format_verb(verb: str, arg: Any, precision: int | None) -> str:
         elif cls is bytes:
             r = arg.hex()
         else:
-            raise CelRuntimeError(f"error during formatting: only integers, byte buffers, and strings can be formatted as hex, was given {type_of(arg).name}")
+            raise CelRuntimeError(
+                f"error during formatting: only integers, byte buffers, and strings can be formatted as hex, was given {type_of(arg).name}"
+            )
         return r.upper() if verb == "X" else r
-    raise CelRuntimeError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
+    raise CelRuntimeError(
+        f'could not parse formatting clause: unrecognized formatting clause "{verb}"'
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -569,9 +593,13 @@ def list_slice(lst: Any, start: Any, end: Any) -> list[Any]:
     if not (_is_list(lst) and _is_int(start) and _is_int(end)):
         _NO()
     if start < 0 or end < 0:
-        raise CelRuntimeError(f"cannot slice(start={start}, end={end}), negative indexes not supported")
+        raise CelRuntimeError(
+            f"cannot slice(start={start}, end={end}), negative indexes not supported"
+        )
     if start > end:
-        raise CelRuntimeError(f"cannot slice(start={start}, end={end}), start must be less than or equal to end")
+        raise CelRuntimeError(
+            f"cannot slice(start={start}, end={end}), start must be less than or equal to end"
+        )
     if end > len(lst):
         raise CelRuntimeError(f"cannot slice(start={start}, end={end}), list is length {len(lst)}")
     return list(lst[start:end])

@@ -8,7 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["T", "parse_type", "DYN", "ANY", "BOOL", "INT", "UINT", "DOUBLE", "STRING", "BYTES", "NULL"]
+__all__ = [
+    "T",
+    "parse_type",
+    "DYN",
+    "ANY",
+    "BOOL",
+    "INT",
+    "UINT",
+    "DOUBLE",
+    "STRING",
+    "BYTES",
+    "NULL",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ def _literal(node: Literal) -> str:
     if node.kind == "string":
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
     if node.kind == "bytes":
-        return "b\"" + "".join(f"\\x{b:02x}" for b in v) + '"'
+        return 'b"' + "".join(f"\\x{b:02x}" for b in v) + '"'
     return str(v)
 
 
@@ -88,13 +88,23 @@ def unparse(node: Node) -> str:
             return f"{_wrap(node.target, 7)}.{fn}({args})"
         return f"{fn}({args})"
     if isinstance(node, CreateList):
-        return "[" + ", ".join(
-            ("?" if i in node.optional_indices else "") + unparse(e) for i, e in enumerate(node.elements)
-        ) + "]"
+        return (
+            "["
+            + ", ".join(
+                ("?" if i in node.optional_indices else "") + unparse(e)
+                for i, e in enumerate(node.elements)
+            )
+            + "]"
+        )
     if isinstance(node, CreateMap):
-        return "{" + ", ".join(
-            f"{'?' if e.optional else ''}{unparse(e.key)}: {unparse(e.value)}" for e in node.entries
-        ) + "}"
+        return (
+            "{"
+            + ", ".join(
+                f"{'?' if e.optional else ''}{unparse(e.key)}: {unparse(e.value)}"
+                for e in node.entries
+            )
+            + "}"
+        )
     if isinstance(node, Comprehension):
         names = [node.var] + ([node.var2] if node.var2 else [])
         args = ", ".join(names + [unparse(a) for a in node.args])

@@ -88,17 +88,25 @@ def _make_oracle() -> Any:
     functions = [
         cel.FunctionDecl("quantity", [cel.Overload("quantity_s", S, [S], impl=quantity)]),
         cel.FunctionDecl("semver", [cel.Overload("semver_s", S, [S], impl=semver)]),
-        cel.FunctionDecl("compareTo", [cel.Overload("cmp_ss", INT, [S, S], is_member=True, impl=_cmp)]),
         cel.FunctionDecl(
-            "isGreaterThan", [cel.Overload("gt_ss", BOOL, [S, S], is_member=True, impl=lambda a, b: _cmp(a, b) > 0)]
+            "compareTo", [cel.Overload("cmp_ss", INT, [S, S], is_member=True, impl=_cmp)]
         ),
         cel.FunctionDecl(
-            "isLessThan", [cel.Overload("lt_ss", BOOL, [S, S], is_member=True, impl=lambda a, b: _cmp(a, b) < 0)]
+            "isGreaterThan",
+            [cel.Overload("gt_ss", BOOL, [S, S], is_member=True, impl=lambda a, b: _cmp(a, b) > 0)],
+        ),
+        cel.FunctionDecl(
+            "isLessThan",
+            [cel.Overload("lt_ss", BOOL, [S, S], is_member=True, impl=lambda a, b: _cmp(a, b) < 0)],
         ),
     ]
     return cel.NewEnv(
         variables={"device": cel.Type.DYN},
-        extensions=[ext_strings.ExtStrings(), ext_bindings.ExtBindings(), ext_optional.ExtOptional()],
+        extensions=[
+            ext_strings.ExtStrings(),
+            ext_bindings.ExtBindings(),
+            ext_optional.ExtOptional(),
+        ],
         functions=functions,
     )
 
@@ -208,9 +216,15 @@ def make_devices(rng: random.Random, n: int) -> list[tuple[str, dict[str, Any]]]
         attrs: dict[str, Any] = {
             "type": {"string": "mig" if mig else "gpu"},
             "uuid": {"string": f"GPU-{i:04x}-ab"},
-            "productName": {"string": rng.choice(["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "Tesla T4", ""])},
+            "productName": {
+                "string": rng.choice(
+                    ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "Tesla T4", ""]
+                )
+            },
             "architecture": {"string": rng.choice(["Hopper", "Ampere", "Ada Lovelace"])},
-            "driverVersion": {"version": rng.choice(["550.54.15", "580.65.6", "535.0.0-rc.1", "1.0.0"])},
+            "driverVersion": {
+                "version": rng.choice(["550.54.15", "580.65.6", "535.0.0-rc.1", "1.0.0"])
+            },
             "cudaComputeCapability": {"version": rng.choice(["8.0.0", "9.0.0"])},
             "index": {"int": rng.choice([0, 1, 7, -1, 2**63 - 1, -(2**63)])},
             "healthy": {"bool": rng.random() < 0.7},
@@ -245,7 +259,12 @@ def oracle_device(device: Any, domains: set[str]) -> dict[str, Any]:
     for d in domains:
         attrs.setdefault(d, {})
         caps.setdefault(d, {})
-    return {"driver": device.driver, "attributes": attrs, "capacity": caps, "allowMultipleAllocations": False}
+    return {
+        "driver": device.driver,
+        "attributes": attrs,
+        "capacity": caps,
+        "allowMultipleAllocations": False,
+    }
 
 
 # --------------------------------------------------------------------------------------
@@ -253,7 +272,18 @@ def oracle_device(device: Any, domains: set[str]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 STRING_ATTRS = ["type", "uuid", "productName", "architecture", "missing", "pciBusID"]
 INT_ATTRS = ["index", "missing2"]
-REGEXES = ["h100", "^NVIDIA", "H1[0-9]+", "\\d+GB", "(?i)tesla", "a|b", "^$", "[[:alpha:]]+", "\\bT4$", "x*"]
+REGEXES = [
+    "h100",
+    "^NVIDIA",
+    "H1[0-9]+",
+    "\\d+GB",
+    "(?i)tesla",
+    "a|b",
+    "^$",
+    "[[:alpha:]]+",
+    "\\bT4$",
+    "x*",
+]
 STRINGS = ["'gpu'", "'mig'", "'Hopper'", "''", "'NVIDIA H100 80GB HBM3'", "'h100'", "'GPU-'"]
 INTS = ["0", "1", "-1", "7", "9223372036854775807", "-9223372036854775808", "2", "100"]
 
@@ -360,9 +390,23 @@ class Gen:
             elem_kind = "string"
         var = "x"
         if elem_kind == "int":
-            pred = self.r.choice([f"{var} > {self.r.choice(INTS)}", f"{var} % 2 == 0", f"10 / {var} > 1", f"{var} + 1 > 0"])
+            pred = self.r.choice(
+                [
+                    f"{var} > {self.r.choice(INTS)}",
+                    f"{var} % 2 == 0",
+                    f"10 / {var} > 1",
+                    f"{var} + 1 > 0",
+                ]
+            )
         else:
-            pred = self.r.choice([f"{var}.startsWith('h')", f"{var} == 'b'", f"{var}.matches('{self.r.choice(REGEXES)}')", f"{var}.size() > 1"])
+            pred = self.r.choice(
+                [
+                    f"{var}.startsWith('h')",
+                    f"{var} == 'b'",
+                    f"{var}.matches('{self.r.choice(REGEXES)}')",
+                    f"{var}.size() > 1",
+                ]
+            )
         kind = self.r.choice(["exists", "all", "exists_one", "filter", "map"])
         if kind == "filter":
             return f"{src}.filter({var}, {pred}).size() {self.r.choice(['>', '=='])} {self.r.choice(['0', '1'])}"
@@ -386,7 +430,10 @@ class Gen:
         if c < 0.52:
             name = self.r.choice(STRING_ATTRS + ["healthy", "ids"])
             return self.r.choice(
-                [f"'{name}' in device.attributes['{DOMAIN}']", f"has(device.attributes['{DOMAIN}'].{name})"]
+                [
+                    f"'{name}' in device.attributes['{DOMAIN}']",
+                    f"has(device.attributes['{DOMAIN}'].{name})",
+                ]
             )
         if c < 0.6:
             return self.quantity_cmp()
@@ -402,7 +449,9 @@ class Gen:
             return f"{self.r.choice(STRINGS)} in device.attributes['{DOMAIN}'].tags"
         if c < 0.95:
             # A domain never indexed, so the oracle's domain injection cannot make it present.
-            return self.r.choice(["true", "false", "1 / 0 == 1", "'absent.example.com' in device.attributes"])
+            return self.r.choice(
+                ["true", "false", "1 / 0 == 1", "'absent.example.com' in device.attributes"]
+            )
         return f"{self.attr(self.r.choice(INT_ATTRS))} {self.r.choice(['<', '>='])} {self.r.choice(['1.5', '0.0', '-1.0'])}"
 
 
@@ -433,7 +482,9 @@ def run_sweep(seed: int, n_exprs: int, n_devices: int) -> list[str]:
                 break
             compared += 1
             if mine != theirs:
-                failures.append(f"seed={seed} {expr!r} on {dev.name}: dradiag {mine}, CEL-C++ {theirs}")
+                failures.append(
+                    f"seed={seed} {expr!r} on {dev.name}: dradiag {mine}, CEL-C++ {theirs}"
+                )
                 break
     # The oracle-artifact skips must stay rare, or the test would prove little.
     assert skipped <= n_exprs // 10, f"{skipped} of {n_exprs} expressions skipped"
@@ -441,7 +492,9 @@ def run_sweep(seed: int, n_exprs: int, n_devices: int) -> list[str]:
     return failures
 
 
-SEEDS = [1, 2] + ([int(os.environ["DRADIAG_CEL_DIFF_SEED"])] if "DRADIAG_CEL_DIFF_SEED" in os.environ else [])
+SEEDS = [1, 2] + (
+    [int(os.environ["DRADIAG_CEL_DIFF_SEED"])] if "DRADIAG_CEL_DIFF_SEED" in os.environ else []
+)
 N_EXPRS = int(os.environ.get("DRADIAG_CEL_DIFF_EXPRS", "1500"))
 
 
@@ -453,7 +506,8 @@ def test_differential_against_cel_cpp(seed: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    os.environ.get("DRADIAG_CEL_DIFF_SLOW") != "1", reason="large sweep: set DRADIAG_CEL_DIFF_SLOW=1"
+    os.environ.get("DRADIAG_CEL_DIFF_SLOW") != "1",
+    reason="large sweep: set DRADIAG_CEL_DIFF_SLOW=1",
 )
 @pytest.mark.parametrize("seed", [101, 102, 103, 104])
 def test_differential_large_sweep(seed: int) -> None:

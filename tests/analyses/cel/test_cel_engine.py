@@ -187,7 +187,7 @@ def test_compile_error_position_and_caret() -> None:
     assert (err.line, err.column) == (2, 5)
     assert err.position == len('device.attributes["x"].y ==\n  1 ')
     assert str(err).startswith("ERROR: <input>:2:5: found no matching overload for '_+_'")
-    assert err.render_caret() == "  1 + \"a\"\n    ^\n" + err.reason
+    assert err.render_caret() == '  1 + "a"\n    ^\n' + err.reason
 
 
 def test_syntax_error_and_length_limit() -> None:
@@ -209,7 +209,10 @@ def test_device_environment() -> None:
     assert sel("device.attributes['gpu.nvidia.com'].?missing.orValue(1) == 1") is True
     assert sel("device.attributes['gpu.nvidia.com'].productName == 5") is False
     assert sel("device.attributes['gpu.nvidia.com'].productName > 5") == "error: no such overload"
-    assert sel("device.attributes['gpu.nvidia.com'].ids") == "error: CEL result of type list could not be converted to bool"
+    assert (
+        sel("device.attributes['gpu.nvidia.com'].ids")
+        == "error: CEL result of type list could not be converted to bool"
+    )
     assert sel("device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('40Gi'))") is True
     assert sel("device.allowMultipleAllocations") is False
     assert sel("device.attributes['gpu.nvidia.com'].index.exists(x, x > 0)") == (
@@ -240,8 +243,13 @@ def test_read_keys_and_memoization() -> None:
 
     memo = s.memoized()
     devices = [
-        cel_device("gpu.nvidia.com", {"attributes": {"type": {"string": "gpu"}, "uuid": {"string": f"GPU-{i}"}},
-                                      "capacity": {"memory": {"value": "2Gi"}}})
+        cel_device(
+            "gpu.nvidia.com",
+            {
+                "attributes": {"type": {"string": "gpu"}, "uuid": {"string": f"GPU-{i}"}},
+                "capacity": {"memory": {"value": "2Gi"}},
+            },
+        )
         for i in range(50)
     ]
     assert all(memo(d) for d in devices)
@@ -269,8 +277,10 @@ def test_evaluate_clauses() -> None:
 
 
 def test_cost_limit() -> None:
-    expr = "[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, " \
+    expr = (
+        "[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, "
         "[1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, [1,2,3,4,5,6,7,8,9,10].all(f, true))))))"
+    )
     with pytest.raises(CelRuntimeError, match="actual cost limit exceeded"):
         compile_selector(expr).matches(GPU)
     assert compile_selector("[1,2,3].all(a, [1,2,3].all(b, a + b > 0))").matches(GPU) is True
@@ -299,7 +309,9 @@ def _fleet() -> list[Any]:
         attrs: dict[str, Any] = {
             "type": {"string": "mig" if i % 3 == 0 else "gpu"},
             "uuid": {"string": f"GPU-{i}"},
-            "driverVersion": {"version": ["550.54.15", "550.0.0", "550.0.0-rc.1", "535.0.0"][i % 4]},
+            "driverVersion": {
+                "version": ["550.54.15", "550.0.0", "550.0.0-rc.1", "535.0.0"][i % 4]
+            },
             "productName": {"string": ["NVIDIA H100 80GB HBM3", "Tesla T4", "ÀH100"][i % 3]},
         }
         if i % 5 == 4:
@@ -309,7 +321,11 @@ def _fleet() -> list[Any]:
         devices.append(
             cel_device(
                 "gpu.nvidia.com" if i % 6 else "other.example.com",
-                {"name": f"d{i}", "attributes": attrs, "capacity": {"memory": {"value": f"{10 * (i % 4)}Gi"}}},
+                {
+                    "name": f"d{i}",
+                    "attributes": attrs,
+                    "capacity": {"memory": {"value": f"{10 * (i % 4)}Gi"}},
+                },
             )
         )
     return devices
@@ -326,7 +342,10 @@ def _matches_all(s: Any, devices: list[Any]) -> list[Any]:
 
 
 def _plain(results: list[Any]) -> list[Any]:
-    return [("error", type(r).__name__, r.message) if isinstance(r, CelRuntimeError) else r for r in results]
+    return [
+        ("error", type(r).__name__, r.message) if isinstance(r, CelRuntimeError) else r
+        for r in results
+    ]
 
 
 @pytest.mark.parametrize(
@@ -371,7 +390,9 @@ def test_sweep_keeps_runtime_errors() -> None:
     assert results[7].message.startswith("attribute driverVersion: parse semantic version")
     # Kept as values: no traceback (a sweep's frame would keep every device alive).
     assert all(r.__traceback__ is None and r.__context__ is None for r in results)
-    memo_results = compile_selector("device.attributes['gpu.nvidia.com'].nope == 2").sweep(devices, memoize=True)
+    memo_results = compile_selector("device.attributes['gpu.nvidia.com'].nope == 2").sweep(
+        devices, memoize=True
+    )
     assert all(r.__traceback__ is None for r in memo_results)
     expensive = compile_selector(
         "[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, "
@@ -385,16 +406,27 @@ def test_sweep_keeps_runtime_errors() -> None:
 
 def test_value_layout_is_unambiguous() -> None:
     # driver "a/b" puts "c" under domain "a/b"; "a/b/c" is domain "a", name "b/c".
-    dev = cel_device("a/b", {"attributes": {"c": {"int": 1}, "a/b/c": {"int": 2}}, "capacity": {"c": {"value": "3"}}})
+    dev = cel_device(
+        "a/b",
+        {"attributes": {"c": {"int": 1}, "a/b/c": {"int": 2}}, "capacity": {"c": {"value": "3"}}},
+    )
     assert sel("device.attributes['a/b'].c == 1", dev) is True
     assert sel("device.attributes['a']['b/c'] == 2", dev) is True
     assert sel("device.capacity['a/b'].c == quantity('3')", dev) is True
     assert sel("device.capacity['a/b'].c.compareTo(quantity('3')) == 0", dev) is True
     assert sel("'c' in device.capacity['a/b'] && !has(device.attributes['a'].c)", dev) is True
     # The same name twice (qualified and not): the later one wins, as in device.attributes.
-    dup = cel_device("gpu.nvidia.com", {"attributes": {"x": {"int": 1}, "gpu.nvidia.com/x": {"int": 2}}})
+    dup = cel_device(
+        "gpu.nvidia.com", {"attributes": {"x": {"int": 1}, "gpu.nvidia.com/x": {"int": 2}}}
+    )
     assert sel("device.attributes['gpu.nvidia.com'].x == 2", dup) is True
-    assert sel("device.attributes['gpu.nvidia.com'].all(k, device.attributes['gpu.nvidia.com'][k] == 2)", dup) is True
+    assert (
+        sel(
+            "device.attributes['gpu.nvidia.com'].all(k, device.attributes['gpu.nvidia.com'][k] == 2)",
+            dup,
+        )
+        is True
+    )
 
 
 def test_inlined_specialisations_match_the_library() -> None:

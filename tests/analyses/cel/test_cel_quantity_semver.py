@@ -43,7 +43,7 @@ def test_arithmetic_and_compare() -> None:
     a, b = parse_quantity("1Gi"), parse_quantity("1024Mi")
     assert a == b and a.compare(b) == 0 and hash(a) == hash(b)
     assert a.add(b) == parse_quantity("2Gi")
-    assert a.sub(1) .nanos == a.nanos - 10**9
+    assert a.sub(1).nanos == a.nanos - 10**9
     assert parse_quantity("1500m").is_integer() is False
     assert parse_quantity("2").as_integer() == 2
     assert parse_quantity("-3").sign() == -1
@@ -70,12 +70,17 @@ def test_semver_build_metadata_ignored() -> None:
     assert parse_semver("1.0.0+a") == parse_semver("1.0.0+b")
 
 
-@pytest.mark.parametrize("bad", ["1.0", "v1.0.0", "01.0.0", "1.0.0-01", "1.0.0-", "", "1.0.0+", "a.b.c"])
+@pytest.mark.parametrize(
+    "bad", ["1.0", "v1.0.0", "01.0.0", "1.0.0-01", "1.0.0-", "", "1.0.0+", "a.b.c"]
+)
 def test_semver_strict(bad: str) -> None:
     with pytest.raises(ValueError):
         parse_semver(bad)
 
 
-@pytest.mark.parametrize(("text", "normalized"), [("v1.2", "1.2.0"), ("1", "1.0.0"), ("1.02.003", "1.2.3"), ("v0.0.1-rc.1", "0.0.1-rc.1")])
+@pytest.mark.parametrize(
+    ("text", "normalized"),
+    [("v1.2", "1.2.0"), ("1", "1.0.0"), ("1.02.003", "1.2.3"), ("v0.0.1-rc.1", "0.0.1-rc.1")],
+)
 def test_semver_normalize(text: str, normalized: str) -> None:
     assert normalize_semver(text) == normalized
