@@ -15,6 +15,7 @@ from dradiag.errors import UsageError
 if TYPE_CHECKING:
     from dradiag.cli.options import CommonOptions
     from dradiag.snapshot.model import Snapshot
+    from dradiag.sources.workloads import ManifestSet
 
 TargetKind = Literal["claim", "pod", "cluster"]
 
@@ -62,3 +63,39 @@ def obtain_snapshot(options: CommonOptions, target: Target) -> Snapshot:
     if KEEP_ALIVE is not None:
         KEEP_ALIVE.append(snapshot)
     return snapshot
+
+
+def obtain_device_snapshot(options: CommonOptions, nodes: list[str] | None) -> Snapshot:
+    """The devices of ``selector-check``: ``--slices``/``--from`` (a large JSON file
+    streamed), else the live cluster's, restricted to ``nodes`` when given.
+
+    Both ways load with the cyclic GC paused and freeze what they loaded
+    (``sources.manifests.paused_gc``; ``load_snapshot`` and :func:`obtain_snapshot` do it
+    too, the streaming loader does not on its own).
+    """
+    from dradiag.sources.manifests import paused_gc
+
+    with paused_gc():
+        if options.from_path:
+            from dradiag.sources.workloads import load_device_snapshot
+
+            return load_device_snapshot(options.from_path)
+        return obtain_snapshot(options, Target(kind="cluster", nodes=tuple(nodes or ())))
+
+
+def load_checked_manifests(files: list[str], snapshot: Snapshot, *, namespace: str) -> ManifestSet:
+    """The manifests of ``selector-check FILE...``, claims resolved against ``snapshot``.
+
+    InputError (exit 2) when they hold nothing to check.
+    """
+    from dradiag.errors import InputError
+    from dradiag.sources.workloads import load_manifests
+
+    manifests = load_manifests(files, snapshot=snapshot, default_namespace=namespace)
+    if not manifests.claims and not manifests.workloads:
+        raise InputError(
+            "nothing to check: no ResourceClaim, ResourceClaimTemplate or pod spec with "
+            "resourceClaims",
+            path=", ".join(files),
+        )
+    return manifests

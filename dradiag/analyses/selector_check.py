@@ -1,0 +1,234 @@
+"""The stage behind ``dradiag selector-check``: the ``--expr`` sweep and the manifests check.
+
+Both forms judge selectors against one :class:`~dradiag.analyses.selection.DeviceInventory`;
+this module runs the selection analysis over what the command was given and returns
+results for ``render.selector_report`` to draw. Nothing here reads files or the cluster.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dradiag.analyses.selection import ClaimSelection, DeviceInventory, SelectionProblem
+    from dradiag.diagnosis.model import Finding, Severity
+    from dradiag.snapshot.model import Snapshot
+    from dradiag.sources.workloads import ClaimManifest, ManifestSet, PodClaimUse
+
+MAX_EXPRESSION_BYTES = 10 * 1024
+"""CELSelectorExpressionMaxLength (k8s-dra-semantics §1.5)."""
+
+
+def inventory_notes(snapshot: Snapshot, inventory: DeviceInventory) -> list[str]:
+    """What a reader should know about the device source: built-in classes, no devices."""
+    from dradiag.snapshot.model import Kind
+
+    notes = []
+    if inventory.classes_source == "builtin":
+        notes.append(
+            "the device source holds no DeviceClass objects: the NVIDIA driver's built-in "
+            "classes gpu.nvidia.com, mig.nvidia.com and vfio.gpu.nvidia.com are used "
+            "(nvidia-driver-facts §2)"
+        )
+    if not len(inventory):
+        if snapshot.is_collected(Kind.RESOURCE_SLICE):
+            notes.append("the device source holds no devices in scope")
+        else:
+            notes.append("ResourceSlices were not read from the device source")
+    return notes
+
+
+# -- the --expr sweep -----------------------------------------------------------------
+
+
+def expression_error(expr: str) -> str | None:
+    """Why ``--expr`` cannot run (too long, or the compile error with its caret), or None."""
+    from dradiag.analyses.cel import CelCompileError, compile_selector
+
+    size = len(expr.encode("utf-8"))
+    if size > MAX_EXPRESSION_BYTES:
+        return (
+            f"dradiag: error: --expr: expression is {size} bytes, longer than the limit of "
+            f"{MAX_EXPRESSION_BYTES} (CELSelectorExpressionMaxLength)\n"
+        )
+    try:
+        compile_selector(expr)
+    except CelCompileError as exc:
+        where = f":{exc.line}:{exc.column}" if exc.line is not None else ""
+        caret = exc.render_caret().split("\n")
+        return (
+            f"dradiag: error: --expr{where}: CEL compile error: {exc.reason}\n"
+            + "\n".join(caret[:-1] if exc.line is not None else caret[:1])
+            + "\n"
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ExpressionSweep:
+    """One expression's result on every device in scope."""
+
+    inventory: DeviceInventory
+    outcomes: list[bool | str]
+    """Per device index: True, False, or the runtime error's message."""
+    matched: int
+    nomatch: int
+    errors: int
+
+
+def sweep_expression(
+    snapshot: Snapshot, expression: str, *, nodes: list[str] | None
+) -> ExpressionSweep:
+    """Evaluate ``expression`` (known to compile) on every device of ``snapshot``."""
+    from dradiag.analyses.cel import compile_selector
+    from dradiag.analyses.selection import build_inventory, device_outcomes
+
+    inventory = build_inventory(snapshot, nodes=nodes)
+    outcomes = device_outcomes(inventory, compile_selector(expression))
+    tally = Counter(outcomes)
+    matched, nomatch = tally.pop(True, 0), tally.pop(False, 0)
+    return ExpressionSweep(inventory, outcomes, matched, nomatch, sum(tally.values()))
+
+
+# -- the manifests check --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimCheck:
+    """One claim (or template) of the manifests, or one resolved from the device source."""
+
+    claim: ClaimManifest
+    selection: ClaimSelection
+    problems: list[SelectionProblem]
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestCheck:
+    """Every claim of the manifests judged against the devices, and the workloads' gaps."""
+
+    manifests: ManifestSet
+    inventory: DeviceInventory
+    claims: list[ClaimCheck]
+    missing_claims: list[tuple[PodClaimUse, Finding]]
+    """DRA-SEL-CLAIM-NOT-FOUND for each workload claim use that resolves to nothing."""
+    notes: list[str]
+    builtin_classes: Finding | None
+    """DRA-SEL-BUILTIN-CLASSES when the device source holds no DeviceClass."""
+
+
+def check_manifests(
+    snapshot: Snapshot, manifests: ManifestSet, *, nodes: list[str] | None, now: bool = False
+) -> ManifestCheck:
+    """Judge every claim of ``manifests`` (and those they resolve from the cluster)."""
+    from dradiag.analyses.selection import (
+        analyze_claim_selection,
+        build_inventory,
+        claim_selectors,
+        selection_problems,
+        with_free_now,
+    )
+
+    inventory = build_inventory(snapshot, nodes=nodes)
+    checked = list(manifests.claims) + list(manifests.cluster_claims)
+    # One grouping of the devices by everything any selector reads, for all requests.
+    inventory.prepare(
+        selector for claim in checked for selector in claim_selectors(inventory, claim.spec)
+    )
+    claims = []
+    for claim in checked:
+        result = analyze_claim_selection(
+            snapshot,
+            claim.spec,
+            namespace=claim.namespace,
+            claim_name=claim.name,
+            nodes=nodes,
+            inventory=inventory,
+        )
+        if now:
+            result = with_free_now(result, free_now(snapshot, claim, nodes))
+        claims.append(ClaimCheck(claim, result, selection_problems(result)))
+    missing = [
+        (use, _claim_not_found(snapshot, workload.ref, use))
+        for workload in manifests.workloads
+        for use in workload.claim_uses
+        if use.problem is not None
+    ]
+    notes = inventory_notes(snapshot, inventory)
+    builtin = None
+    if inventory.classes_source == "builtin":
+        from dradiag.diagnosis.model import Severity
+
+        builtin = _rule_finding("DRA-SEL-BUILTIN-CLASSES", notes[0], severity=Severity.INFO)
+    return ManifestCheck(manifests, inventory, claims, missing, notes, builtin)
+
+
+def _claim_not_found(snapshot: Snapshot, workload_ref: str, use: PodClaimUse) -> Finding:
+    """Definite (an error) when the source was read for that kind, else a warning."""
+    from dradiag.diagnosis.model import Severity
+    from dradiag.snapshot.model import Kind
+
+    kind = Kind.RESOURCE_CLAIM if use.resource_claim_name else Kind.RESOURCE_CLAIM_TEMPLATE
+    definite = snapshot.is_collected(kind)
+    return _rule_finding(
+        "DRA-SEL-CLAIM-NOT-FOUND",
+        f"{workload_ref}, pod claim {use.pod_claim_name}: {use.problem}",
+        severity=Severity.ERROR if definite else Severity.WARNING,
+    )
+
+
+def _rule_finding(rule: str, detail: str, *, severity: Severity) -> Finding:
+    from dradiag.analyses.selection import RULES
+    from dradiag.diagnosis.model import Finding, Phase
+
+    info = RULES[rule]
+    return Finding(
+        rule=rule,
+        phase=Phase.SELECTION,
+        severity=severity,
+        title=info.title,
+        detail=detail,
+        next=info.next,
+    )
+
+
+def free_now(snapshot: Snapshot, claim: ClaimManifest, nodes: list[str] | None) -> dict[str, int]:
+    """Matching devices free now per request label, from the allocation simulator.
+
+    The simulator's funnel counts devices per node through selectors, "free" (not held by
+    another claim) and counters; the last of those stages is what could be allocated now.
+    """
+    from dradiag.analyses.allocation import explain_across_nodes
+    from dradiag.analyses.selection import builtin_device_classes
+    from dradiag.snapshot.model import Kind
+    from dradiag.snapshot.model import Snapshot as SnapshotType
+
+    if not snapshot.device_classes:
+        # The simulator reads classes from the Snapshot: give it the built-in ones the
+        # selection analysis used (the document's notes say so).
+        objects: dict[Kind, Any] = {kind: [] for kind in Kind if kind is not Kind.LOG}
+        for kind, obj in snapshot.objects():
+            objects[kind].append(obj)
+        objects[Kind.DEVICE_CLASS] = list(builtin_device_classes())
+        snapshot = SnapshotType(
+            objects=objects,
+            logs=snapshot.logs,
+            coverage=snapshot.coverage,
+            errors=snapshot.errors,
+            source=snapshot.source,
+        )
+    synthetic = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"namespace": claim.namespace, "name": f"{claim.name}-selector-check"},
+        "spec": dict(claim.spec),
+    }
+    explanation = explain_across_nodes(snapshot, [synthetic], nodes=nodes)
+    free: dict[str, int] = {}
+    for outcome in explanation.nodes:
+        for funnel in outcome.simulation.explanation:
+            usable = [s for s in funnel.stages if s.stage in ("free", "counters", "tolerated")]
+            if usable:
+                free[funnel.request] = free.get(funnel.request, 0) + usable[-1].count
+    return free
