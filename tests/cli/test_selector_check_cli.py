@@ -267,3 +267,40 @@ spec:
     assert alt["freeNow"] == 1
     assert any(f["rule"] == "DRA-SEL-NONE-FREE" for f in doc["findings"])
     assert code == 0  # free-now is a warning: the claim can be satisfied once devices free up
+
+
+def test_live_flags_reach_collection(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --from/--slices the devices are read live, with --timeout/--as/--as-group."""
+    from dradiag.cli import inputs
+    from dradiag.sources.manifests import load_snapshot
+
+    seen: list[Any] = []
+
+    def fake_obtain(options: Any, target: Any) -> Any:
+        seen.append((options, target))
+        return load_snapshot(SLICES)
+
+    monkeypatch.setattr(inputs, "obtain_snapshot", fake_obtain)
+    code, doc = _json(
+        capsys,
+        "selector-check",
+        "--expr",
+        "device.driver == 'gpu.nvidia.com'",
+        "--timeout",
+        "30",
+        "--as",
+        "jane",
+        "--as-group",
+        "ops",
+        "--as-group",
+        "dev",
+        "--node",
+        "node-a",
+    )
+    ((options, target),) = seen
+    assert (options.timeout, options.as_user, options.as_groups) == (30.0, "jane", ("ops", "dev"))
+    assert options.from_path is None
+    assert target.kind == "cluster" and target.nodes == ("node-a",)
+    assert code == 0 and doc["summary"]["matched"] > 0
