@@ -906,6 +906,61 @@ class DeviceInventory:
         )
 
 
+class _CatalogueBuilder:
+    """Accumulates an :class:`AttributeCatalogue`, one attribute or capacity value at a time.
+
+    A value object met again under the same name (the streaming loader shares them)
+    adds nothing: it is skipped by identity, within a bound for unshared sources.
+    """
+
+    def __init__(self) -> None:
+        self.types: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.values: dict[tuple[str, str], set[Any]] = defaultdict(set)
+        self.caps: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.profile_memory: dict[str, set[str]] = defaultdict(set)
+        self.seen: set[tuple[int, str, str, str | None]] = set()
+
+    def _first(self, mark: tuple[int, str, str, str | None]) -> bool:
+        if mark in self.seen:
+            return False
+        if len(self.seen) < LEAF_IDS_MAX:
+            self.seen.add(mark)
+        return True
+
+    def add_attribute(self, leaf_id: int, name: str, driver: str, raw: Any) -> None:
+        if not self._first((leaf_id, name, driver, None)):
+            return
+        domain, _, ident = name.partition("/") if "/" in name else ("", "", name)
+        key = (domain or driver, ident)
+        if isinstance(raw, Mapping):
+            for member, value in raw.items():
+                self.types[key].add(member)
+                bucket = self.values[key]
+                if len(bucket) < AttributeCatalogue.VALUE_CAP:
+                    bucket.add(tuple(value) if isinstance(value, list) else value)
+
+    def add_capacity(
+        self, leaf_id: int, name: str, driver: str, mig_profile: str | None, raw: Any
+    ) -> None:
+        if not self._first((leaf_id, name, driver, mig_profile or "")):
+            return
+        domain, _, ident = name.partition("/") if "/" in name else ("", "", name)
+        key = (domain or driver, ident)
+        text = raw.get("value") if isinstance(raw, Mapping) else raw
+        if text is not None and len(self.caps[key]) < AttributeCatalogue.VALUE_CAP:
+            self.caps[key].add(str(text))
+        if mig_profile and ident == "memory" and text is not None:
+            self.profile_memory[mig_profile].add(str(text))
+
+    def build(self) -> AttributeCatalogue:
+        return AttributeCatalogue(
+            attribute_types={k: frozenset(v) for k, v in self.types.items()},
+            attribute_values={k: frozenset(v) for k, v in self.values.items()},
+            capacities={k: frozenset(v) for k, v in self.caps.items()},
+            mig_profile_memory={k: frozenset(v) for k, v in self.profile_memory.items()},
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AttributeCatalogue:
     """Attribute and capacity names published in scope, with their types and values.
@@ -935,49 +990,13 @@ class AttributeCatalogue:
         devices: Iterable[tuple[str, str | None, Mapping[str, Any]]],
     ) -> AttributeCatalogue:
         """The catalogue of (driver, MIG profile, raw device) triples."""
-        types: dict[tuple[str, str], set[str]] = defaultdict(set)
-        values: dict[tuple[str, str], set[Any]] = defaultdict(set)
-        caps: dict[tuple[str, str], set[str]] = defaultdict(set)
-        profile_memory: dict[str, set[str]] = defaultdict(set)
-        cap = AttributeCatalogue.VALUE_CAP
-        # A value object met again under the same name (the streaming loader shares
-        # them) adds nothing: skip it by identity. Bounded, for unshared sources.
-        seen: set[tuple[int, str, str, str | None]] = set()
+        builder = _CatalogueBuilder()
         for driver, mig_profile, raw_device in devices:
-            mark: tuple[int, str, str, str | None]
             for name, raw in (raw_device.get("attributes") or {}).items():
-                mark = (id(raw), name, driver, None)
-                if mark in seen:
-                    continue
-                if len(seen) < LEAF_IDS_MAX:
-                    seen.add(mark)
-                domain, _, ident = name.partition("/") if "/" in name else ("", "", name)
-                key = (domain or driver, ident)
-                if isinstance(raw, Mapping):
-                    for member, value in raw.items():
-                        types[key].add(member)
-                        bucket = values[key]
-                        if len(bucket) < cap:
-                            bucket.add(tuple(value) if isinstance(value, list) else value)
+                builder.add_attribute(id(raw), name, driver, raw)
             for name, raw in (raw_device.get("capacity") or {}).items():
-                mark = (id(raw), name, driver, mig_profile or "")
-                if mark in seen:
-                    continue
-                if len(seen) < LEAF_IDS_MAX:
-                    seen.add(mark)
-                domain, _, ident = name.partition("/") if "/" in name else ("", "", name)
-                key = (domain or driver, ident)
-                text = raw.get("value") if isinstance(raw, Mapping) else raw
-                if text is not None and len(caps[key]) < cap:
-                    caps[key].add(str(text))
-                if mig_profile and ident == "memory" and text is not None:
-                    profile_memory[mig_profile].add(str(text))
-        return AttributeCatalogue(
-            attribute_types={k: frozenset(v) for k, v in types.items()},
-            attribute_values={k: frozenset(v) for k, v in values.items()},
-            capacities={k: frozenset(v) for k, v in caps.items()},
-            mig_profile_memory={k: frozenset(v) for k, v in profile_memory.items()},
-        )
+                builder.add_capacity(id(raw), name, driver, mig_profile, raw)
+        return builder.build()
 
     @staticmethod
     def collect_columns(
@@ -992,12 +1011,7 @@ class AttributeCatalogue:
         anything, so a block of devices is first reduced to those first appearances, in
         order, by ``dict.setdefault`` in C; the per-value work runs on what remains.
         """
-        types: dict[tuple[str, str], set[str]] = defaultdict(set)
-        values: dict[tuple[str, str], set[Any]] = defaultdict(set)
-        caps: dict[tuple[str, str], set[str]] = defaultdict(set)
-        profile_memory: dict[str, set[str]] = defaultdict(set)
-        cap = AttributeCatalogue.VALUE_CAP
-        seen: set[tuple[int, str, str, str | None]] = set()
+        builder = _CatalogueBuilder()
         chain, repeat = itertools.chain.from_iterable, itertools.repeat
         step = 1 << 14
         for start in range(0, len(attributes), step):
@@ -1009,19 +1023,7 @@ class AttributeCatalogue:
             deque(map(first.setdefault, keys, leaves), 0)
             del leaves
             for (leaf_id, name, driver), raw in first.items():
-                mark = (leaf_id, name, driver, None)
-                if mark in seen:
-                    continue
-                if len(seen) < LEAF_IDS_MAX:
-                    seen.add(mark)
-                domain, _, ident = name.partition("/") if "/" in name else ("", "", name)
-                key = (domain or driver, ident)
-                if isinstance(raw, Mapping):
-                    for member, value in raw.items():
-                        types[key].add(member)
-                        bucket = values[key]
-                        if len(bucket) < cap:
-                            bucket.add(tuple(value) if isinstance(value, list) else value)
+                builder.add_attribute(leaf_id, name, driver, raw)
             maps: dict[tuple[int, str, str | None], dict[str, Any]] = {}
             caps_block = capacities[start : start + step]
             deque(
@@ -1039,24 +1041,8 @@ class AttributeCatalogue:
             )
             for (_, driver, mig_profile), entries in maps.items():
                 for name, raw in entries.items():
-                    capacity_mark = (id(raw), name, driver, mig_profile or "")
-                    if capacity_mark in seen:
-                        continue
-                    if len(seen) < LEAF_IDS_MAX:
-                        seen.add(capacity_mark)
-                    domain, _, ident = name.partition("/") if "/" in name else ("", "", name)
-                    key = (domain or driver, ident)
-                    text = raw.get("value") if isinstance(raw, Mapping) else raw
-                    if text is not None and len(caps[key]) < cap:
-                        caps[key].add(str(text))
-                    if mig_profile and ident == "memory" and text is not None:
-                        profile_memory[mig_profile].add(str(text))
-        return AttributeCatalogue(
-            attribute_types={k: frozenset(v) for k, v in types.items()},
-            attribute_values={k: frozenset(v) for k, v in values.items()},
-            capacities={k: frozenset(v) for k, v in caps.items()},
-            mig_profile_memory={k: frozenset(v) for k, v in profile_memory.items()},
-        )
+                    builder.add_capacity(id(raw), name, driver, mig_profile, raw)
+        return builder.build()
 
     def names(self) -> set[str]:
         """Every attribute and capacity name, whatever the domain."""
