@@ -26,7 +26,6 @@ asked of a few thousand objects.
 
 from __future__ import annotations
 
-import gc
 import itertools
 import json
 import operator
@@ -41,6 +40,7 @@ from typing import Any
 from dradiag.errors import InputError
 from dradiag.snapshot.model import Kind, Snapshot, SourceInfo
 from dradiag.snapshot.normalize import kind_of, normalize
+from dradiag.sources.manifests import decode_text, paused_gc
 
 __all__ = [
     "STREAM_THRESHOLD_BYTES",
@@ -66,17 +66,6 @@ _SCALARS_MAX = 1 << 16
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _SPLIT = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
-
-
-def _decode(data: bytes, path: str) -> str:
-    """The file as text (as ``sources.manifests`` reads it: UTF-8, a BOM dropped)."""
-    if b"\x00" in data[:8192]:
-        raise InputError("binary file, not YAML or JSON", path=path)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path, line=line) from None
 
 
 def _orjson_loads() -> Callable[[str], Any] | None:
@@ -572,14 +561,12 @@ def stream_slice_snapshot(path: str) -> Snapshot:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from None
-    text = _decode(data, path)
+    text = decode_text(data, path)
     del data
     objects: dict[Kind, list[Any]] = {k: [] for k in Kind if k is not Kind.LOG}
     interner = _Interner()
     slices: dict[int, SliceDevices] = {}
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
 
         def exact() -> None:
             interner.exact = True
@@ -590,13 +577,8 @@ def stream_slice_snapshot(path: str) -> Snapshot:
             kind = kind_of(item)
             if kind is None:
                 continue
-            # resource.k8s.io/v1 slices are already in the shape analyses read; normalizing
-            # would copy every device (the other versions still need it).
-            obj: Mapping[str, Any]
-            if kind is Kind.RESOURCE_SLICE and item.get("apiVersion") == "resource.k8s.io/v1":
-                obj = item
-            else:
-                obj = normalize(kind, item)
+            # A resource.k8s.io/v1 object comes back as it is (no copy of its devices).
+            obj = normalize(kind, item)
             if kind is Kind.RESOURCE_SLICE:
                 spec = obj.get("spec") or {}
                 devices = spec.get("devices")
@@ -606,9 +588,6 @@ def stream_slice_snapshot(path: str) -> Snapshot:
                     if noted is not None:
                         slices[id(devices)] = noted
             objects[kind].append(obj)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     del text
     if not any(objects.values()):
         raise InputError("no Kubernetes objects dradiag can read", path=path)
