@@ -69,18 +69,17 @@ def obtain_device_snapshot(options: CommonOptions, nodes: list[str] | None) -> S
     """The devices of ``selector-check``: ``--slices``/``--from`` (a large JSON file
     streamed), else the live cluster's, restricted to ``nodes`` when given.
 
-    Both ways load with the cyclic GC paused and freeze what they loaded
-    (``sources.manifests.paused_gc``; ``load_snapshot`` and :func:`obtain_snapshot` do it
-    too, the streaming loader does not on its own).
+    Every loader pauses the cyclic GC and freezes what it loaded
+    (``sources.manifests.paused_gc``).
     """
-    from dradiag.sources.manifests import paused_gc
-
-    with paused_gc():
-        if options.from_path:
-            from dradiag.sources.workloads import load_device_snapshot
-
-            return load_device_snapshot(options.from_path)
+    if not options.from_path:
         return obtain_snapshot(options, Target(kind="cluster", nodes=tuple(nodes or ())))
+    from dradiag.sources.workloads import load_device_snapshot
+
+    snapshot = load_device_snapshot(options.from_path)
+    if KEEP_ALIVE is not None:
+        KEEP_ALIVE.append(snapshot)
+    return snapshot
 
 
 def load_checked_manifests(files: list[str], snapshot: Snapshot, *, namespace: str) -> ManifestSet:
