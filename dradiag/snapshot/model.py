@@ -520,10 +520,6 @@ class Snapshot:
         """Claims whose allocation includes the device (any request, adminAccess included)."""
         return list(self._need("devices").claims_by_device.get((driver, pool, device), ()))
 
-    def allocated_device_refs(self) -> dict[DeviceRef, list[K8sObject]]:
-        """Every allocated device and the claims holding it."""
-        return {k: list(v) for k, v in self._need("devices").claims_by_device.items()}
-
     def logs_for(
         self, namespace: str, pod: str, container: str | None = None
     ) -> list[ContainerLog]:

@@ -351,7 +351,6 @@ def snapshot_from_documents(
     empty_kinds: Iterable[Kind] = (),
     collection: Mapping[str, Any] | None = None,
     source: SourceInfo | None = None,
-    require_objects: bool = True,
     location: str | None = None,
 ) -> Snapshot:
     """Normalize documents into a Snapshot and work out what the input covered."""
@@ -386,7 +385,7 @@ def snapshot_from_documents(
         coverage.update(_coverage_from_record(collection))
         errors = _errors_from_record(collection)
         source = source or _source_from_record(collection, location)
-    if require_objects and not any(objects.values()) and not logs:
+    if not any(objects.values()) and not logs:
         raise InputError("no Kubernetes objects dradiag can read", path=location)
     return Snapshot(
         objects=objects,
