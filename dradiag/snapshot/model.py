@@ -14,10 +14,10 @@ serve), or was not read (``unknown``, with the reason). Analyses use that to ans
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 K8sObject = Mapping[str, Any]
 """A Kubernetes object as a raw (normalized) dict; the one place the ``Any`` lives."""
@@ -104,6 +104,33 @@ class SourceInfo:
 
 DeviceRef = tuple[str, str, str]
 """(driver, pool, slice device name): how an allocation result names a device."""
+
+
+class DeferredObjects(Protocol):
+    """Objects of one kind that were read but not decoded yet (``sources.json_lists``).
+
+    A ``claim`` run on a 100,000-claim input needs a handful of objects; decoding,
+    normalizing and indexing all of them costs seconds. The Snapshot decodes an item of a
+    deferred store only when a look-up may need it, and everything the first time an
+    analysis asks for a whole kind.
+    """
+
+    kind: Kind
+
+    def __len__(self) -> int: ...
+
+    def candidates(self, value: str) -> list[int] | None:
+        """Ascending indexes of the items that may hold the string ``value`` anywhere:
+        every item that does is among them. None when this store cannot narrow it."""
+        ...
+
+    def decode(self, index: int) -> dict[str, Any]:
+        """Item ``index`` as read (not normalized)."""
+        ...
+
+    def decode_all(self) -> list[dict[str, Any]]:
+        """Every item as read, in order."""
+        ...
 
 
 _NO_META: Mapping[str, Any] = {}
@@ -229,28 +256,55 @@ class _Indexes:
         self.built: set[str] = set()
 
 
+_GROUP_KINDS: dict[str, tuple[Kind, ...]] = {
+    "claims": (Kind.RESOURCE_CLAIM,),
+    "devices": (Kind.RESOURCE_CLAIM,),
+    "templates": (Kind.RESOURCE_CLAIM_TEMPLATE,),
+    "pods": (Kind.POD,),
+    "cluster": (Kind.DEVICE_CLASS, Kind.NODE),
+    "slices": (Kind.RESOURCE_SLICE,),
+    "events": (Kind.EVENT,),
+    "logs": (),
+}
+"""The kinds each index group is built from."""
+
+ObjectsOf = Callable[[Kind], Sequence[K8sObject]]
+"""What an index builder reads: the objects of a kind (all, or a look-up's candidates)."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A deferred store, where its objects stand among the kind's others, what is decoded."""
+
+    position: int
+    """How many of the kind's directly given objects come before this store's."""
+    store: DeferredObjects
+    decoded: dict[int, K8sObject]
+
+
 class Snapshot:
     """Normalized objects of every kind, their indexes, and what was (not) collected.
 
     Build one with :func:`Snapshot.build` (or ``sources.manifests.load_snapshot``); treat
     it as immutable afterwards: analyses share it and cache on it.
+
+    Objects of a kind may arrive undecoded (``deferred``, :class:`DeferredObjects`).
+    Look-ups by a name, UID or node then build their index over the items that can hold
+    that string only (:meth:`_index`); the kind's attribute (``snapshot.pods``) decodes
+    the rest. Either way an item is decoded and normalized once, so the same object is
+    returned whichever way it is reached.
     """
 
     __slots__ = (
-        "slices",
-        "device_classes",
-        "taint_rules",
-        "claims",
-        "claim_templates",
-        "pods",
-        "nodes",
-        "events",
         "logs",
         "coverage",
         "errors",
         "source",
         "raw",
         "extras",
+        "_objects",
+        "_deferred",
+        "_scoped",
         "_ix",
     )
 
@@ -264,21 +318,22 @@ class Snapshot:
         source: SourceInfo | None = None,
         raw: Mapping[tuple[str, str, str], K8sObject] | None = None,
         extras: Mapping[str, Any] | None = None,
+        deferred: Iterable[tuple[int, DeferredObjects]] = (),
     ) -> None:
-        self.slices: tuple[K8sObject, ...] = tuple(objects.get(Kind.RESOURCE_SLICE, ()))
-        self.device_classes: tuple[K8sObject, ...] = tuple(objects.get(Kind.DEVICE_CLASS, ()))
-        self.taint_rules: tuple[K8sObject, ...] = tuple(objects.get(Kind.DEVICE_TAINT_RULE, ()))
-        self.claims: tuple[K8sObject, ...] = tuple(objects.get(Kind.RESOURCE_CLAIM, ()))
-        self.claim_templates: tuple[K8sObject, ...] = tuple(
-            objects.get(Kind.RESOURCE_CLAIM_TEMPLATE, ())
-        )
-        self.pods: tuple[K8sObject, ...] = tuple(objects.get(Kind.POD, ()))
-        self.nodes: tuple[K8sObject, ...] = tuple(objects.get(Kind.NODE, ()))
-        self.events: tuple[K8sObject, ...] = tuple(objects.get(Kind.EVENT, ()))
+        self._objects: dict[Kind, tuple[K8sObject, ...]] = {
+            kind: tuple(objects.get(kind, ())) for kind in Kind if kind is not Kind.LOG
+        }
+        self._deferred: dict[Kind, list[_Pending]] = {}
+        for position, store in deferred:
+            if len(store):
+                self._deferred.setdefault(store.kind, []).append(_Pending(position, store, {}))
+        for pending in self._deferred.values():
+            pending.sort(key=lambda p: p.position)
+        self._scoped: dict[tuple[str, str], _Indexes] = {}
         self.logs: tuple[ContainerLog, ...] = tuple(logs)
         self.errors: tuple[CollectionError, ...] = tuple(errors)
         self.source: SourceInfo = source or SourceInfo()
-        self.raw: Mapping[tuple[str, str, str], K8sObject] = raw if raw is not None else {}
+        self.raw: dict[tuple[str, str, str], K8sObject] = dict(raw or {})
         """Objects as read, before normalization, by (kind, namespace, name), for those
         normalization changed; an object already in the v1 shape is its own raw form
         (see :meth:`raw_object`)."""
@@ -292,28 +347,132 @@ class Snapshot:
         self.coverage: Mapping[Kind, KindRecord] = cov
         self._ix = _Indexes()
 
+    # -- objects by kind (deferred stores decoded on first use) ---------------------
+
+    @property
+    def slices(self) -> tuple[K8sObject, ...]:
+        return self._all(Kind.RESOURCE_SLICE)
+
+    @property
+    def device_classes(self) -> tuple[K8sObject, ...]:
+        return self._all(Kind.DEVICE_CLASS)
+
+    @property
+    def taint_rules(self) -> tuple[K8sObject, ...]:
+        return self._all(Kind.DEVICE_TAINT_RULE)
+
+    @property
+    def claims(self) -> tuple[K8sObject, ...]:
+        return self._all(Kind.RESOURCE_CLAIM)
+
+    @property
+    def claim_templates(self) -> tuple[K8sObject, ...]:
+        return self._all(Kind.RESOURCE_CLAIM_TEMPLATE)
+
+    @property
+    def pods(self) -> tuple[K8sObject, ...]:
+        return self._all(Kind.POD)
+
+    @property
+    def nodes(self) -> tuple[K8sObject, ...]:
+        return self._all(Kind.NODE)
+
+    @property
+    def events(self) -> tuple[K8sObject, ...]:
+        return self._all(Kind.EVENT)
+
+    def has_objects(self, kind: Kind) -> bool:
+        """True when the Snapshot holds at least one object of ``kind`` (decoding none)."""
+        if kind is Kind.LOG:
+            return bool(self.logs)
+        return bool(self._objects[kind]) or kind in self._deferred
+
+    def _all(self, kind: Kind) -> tuple[K8sObject, ...]:
+        pending = self._deferred.pop(kind, None)
+        if pending:
+            given = self._objects[kind]
+            merged: list[K8sObject] = []
+            at = 0
+            for p in pending:
+                merged += given[at : p.position]
+                at = p.position
+                decoded = p.decoded
+                for i, obj in enumerate(p.store.decode_all()):
+                    found = decoded.get(i)
+                    merged.append(found if found is not None else self._normalized(kind, obj))
+            merged += given[at:]
+            self._objects[kind] = tuple(merged)
+        return self._objects[kind]
+
+    def _normalized(self, kind: Kind, obj: dict[str, Any]) -> K8sObject:
+        from dradiag.snapshot.normalize import normalize
+
+        out = normalize(kind, obj)
+        if out is not obj:
+            self.raw[(kind.value, namespace_of(obj), name_of(obj))] = obj
+        return out
+
+    def _candidates(self, kind: Kind, value: str) -> Sequence[K8sObject]:
+        """The kind's objects that may hold the string ``value`` (a superset), in order."""
+        pending = self._deferred.get(kind)
+        if not pending:
+            return self._objects[kind]
+        given = self._objects[kind]
+        out: list[K8sObject] = []
+        at = 0
+        for p in pending:
+            indexes = p.store.candidates(value)
+            if indexes is None:
+                return self._all(kind)
+            out += given[at : p.position]
+            at = p.position
+            for i in indexes:
+                obj = p.decoded.get(i)
+                if obj is None:
+                    obj = p.decoded[i] = self._normalized(kind, p.store.decode(i))
+                out.append(obj)
+        out += given[at:]
+        return out
+
     # -- construction -------------------------------------------------------------
 
     def _need(self, group: str) -> _Indexes:
-        """The index tables, with ``group`` built (once)."""
+        """The index tables, with ``group`` built (once) over every object."""
         ix = self._ix
         if group not in ix.built:
-            getattr(self, f"_build_{group}")(ix)
+            getattr(self, f"_build_{group}")(ix, self._all)
             ix.built.add(group)
         return ix
 
-    def _build_claims(self, ix: _Indexes) -> None:
+    def _index(self, group: str, value: str) -> _Indexes:
+        """Tables of ``group`` that answer every look-up *by* ``value`` exactly.
+
+        While a kind of the group is still deferred, they are built over the objects
+        that may hold ``value`` only: each table maps an object's own key to it (in
+        input order), so restricted to a superset of the objects with that key, it gives
+        the answer the whole table would. Built once per (group, value).
+        """
+        if group in self._ix.built or not any(k in self._deferred for k in _GROUP_KINDS[group]):
+            return self._need(group)
+        key = (group, value)
+        ix = self._scoped.get(key)
+        if ix is None:
+            ix = self._scoped[key] = _Indexes()
+            getattr(self, f"_build_{group}")(ix, lambda kind: self._candidates(kind, value))
+        return ix
+
+    def _build_claims(self, ix: _Indexes, of: ObjectsOf) -> None:
         ix.claims_by_key = {}
         ix.claims_by_uid = {}
-        for claim in self.claims:
+        for claim in of(Kind.RESOURCE_CLAIM):
             ns, name, uid = _identity(claim)
             ix.claims_by_key[(ns, name)] = claim
             if uid:
                 ix.claims_by_uid[uid] = claim
 
-    def _build_devices(self, ix: _Indexes) -> None:
+    def _build_devices(self, ix: _Indexes, of: ObjectsOf) -> None:
         by_device: dict[DeviceRef, list[K8sObject]] = defaultdict(list)
-        for claim in self.claims:
+        for claim in of(Kind.RESOURCE_CLAIM):
             for result in allocated_devices(claim):
                 ref = (
                     str(result.get("driver") or ""),
@@ -323,17 +482,19 @@ class Snapshot:
                 by_device[ref].append(claim)
         ix.claims_by_device = by_device
 
-    def _build_templates(self, ix: _Indexes) -> None:
-        ix.templates_by_key = {(namespace_of(t), name_of(t)): t for t in self.claim_templates}
+    def _build_templates(self, ix: _Indexes, of: ObjectsOf) -> None:
+        ix.templates_by_key = {
+            (namespace_of(t), name_of(t)): t for t in of(Kind.RESOURCE_CLAIM_TEMPLATE)
+        }
 
-    def _build_pods(self, ix: _Indexes) -> None:
+    def _build_pods(self, ix: _Indexes, of: ObjectsOf) -> None:
         ix.pods_by_key = {}
         ix.pods_by_uid = {}
         ix.pods_by_node = defaultdict(list)
         ix.pods_by_name = defaultdict(list)
         ix.pods_by_namespace = defaultdict(list)
         ix.claim_refs_by_namespace = {}
-        for pod in self.pods:
+        for pod in of(Kind.POD):
             ns, name, uid = _identity(pod)
             ix.pods_by_key[(ns, name)] = pod
             ix.pods_by_name[name].append(pod)
@@ -344,15 +505,15 @@ class Snapshot:
             if spec and (node := spec.get("nodeName")):
                 ix.pods_by_node[str(node)].append(pod)
 
-    def _build_cluster(self, ix: _Indexes) -> None:
-        ix.classes_by_name = {name_of(c): c for c in self.device_classes}
-        ix.nodes_by_name = {name_of(n): n for n in self.nodes}
+    def _build_cluster(self, ix: _Indexes, of: ObjectsOf) -> None:
+        ix.classes_by_name = {name_of(c): c for c in of(Kind.DEVICE_CLASS)}
+        ix.nodes_by_name = {name_of(n): n for n in of(Kind.NODE)}
 
-    def _build_slices(self, ix: _Indexes) -> None:
+    def _build_slices(self, ix: _Indexes, of: ObjectsOf) -> None:
         ix.slices_by_driver = defaultdict(list)
         ix.slices_by_node = defaultdict(list)
         ix.slices_by_pool = defaultdict(list)
-        for sl in self.slices:
+        for sl in of(Kind.RESOURCE_SLICE):
             spec = sl.get("spec") or {}
             driver = str(spec.get("driver") or "")
             ix.slices_by_driver[driver].append(sl)
@@ -361,10 +522,10 @@ class Snapshot:
             pool = (spec.get("pool") or {}).get("name")
             ix.slices_by_pool[(driver, str(pool or ""))].append(sl)
 
-    def _build_events(self, ix: _Indexes) -> None:
+    def _build_events(self, ix: _Indexes, of: ObjectsOf) -> None:
         by_object: dict[tuple[str, str, str], list[K8sObject]] = defaultdict(list)
         by_uid: dict[str, list[K8sObject]] = defaultdict(list)
-        for ev in self.events:
+        for ev in of(Kind.EVENT):
             io = ev.get("involvedObject")
             if not io:
                 by_object[("", "", "")].append(ev)
@@ -377,13 +538,13 @@ class Snapshot:
         ix.events_by_object = by_object
         ix.events_by_uid = by_uid
 
-    def _build_logs(self, ix: _Indexes) -> None:
+    def _build_logs(self, ix: _Indexes, of: ObjectsOf) -> None:
         ix.logs_by_pod = defaultdict(list)
         for log in self.logs:
             ns = log.namespace or ""
             if log.namespace is None:
                 # `<pod>_<container>.log` carries no namespace: take the pod's if unique.
-                candidates = self._need("pods").pods_by_name.get(log.pod, [])
+                candidates = self._index("pods", log.pod).pods_by_name.get(log.pod, [])
                 ns = namespace_of(candidates[0]) if len(candidates) == 1 else ""
             ix.logs_by_pod[(ns, log.pod)].append(log)
 
@@ -391,27 +552,27 @@ class Snapshot:
 
     def claim(self, namespace: str, name: str) -> K8sObject | None:
         """The claim ``namespace/name``, or None."""
-        return self._need("claims").claims_by_key.get((namespace, name))
+        return self._index("claims", name).claims_by_key.get((namespace, name))
 
     def claim_by_uid(self, uid: str) -> K8sObject | None:
         """The claim with this UID, or None."""
-        return self._need("claims").claims_by_uid.get(uid)
+        return self._index("claims", uid).claims_by_uid.get(uid)
 
     def claim_template(self, namespace: str, name: str) -> K8sObject | None:
         """The ResourceClaimTemplate ``namespace/name``, or None."""
-        return self._need("templates").templates_by_key.get((namespace, name))
+        return self._index("templates", name).templates_by_key.get((namespace, name))
 
     def pod(self, namespace: str, name: str) -> K8sObject | None:
         """The pod ``namespace/name``, or None."""
-        return self._need("pods").pods_by_key.get((namespace, name))
+        return self._index("pods", name).pods_by_key.get((namespace, name))
 
     def pod_by_uid(self, uid: str) -> K8sObject | None:
         """The pod with this UID, or None."""
-        return self._need("pods").pods_by_uid.get(uid)
+        return self._index("pods", uid).pods_by_uid.get(uid)
 
     def pods_on_node(self, node: str) -> list[K8sObject]:
         """Pods bound to ``node`` (``spec.nodeName``)."""
-        return list(self._need("pods").pods_by_node.get(node, ()))
+        return list(self._index("pods", node).pods_by_node.get(node, ()))
 
     def pods_for_claim(self, claim: K8sObject) -> list[K8sObject]:
         """Pods that use the claim: by spec, by status, by reservation or as its owner.
@@ -423,9 +584,8 @@ class Snapshot:
         namespace, once per namespace: a whole-cluster table would cost a ``claim``
         run more than its diagnosis.
         """
-        ix = self._need("pods")
         ns, name = namespace_of(claim), name_of(claim)
-        keys = set(self._claim_references_in(ns).get(name, ()))
+        keys = set(self._claim_references_in(self._index("pods", name), ns).get(name, ()))
         uids = [
             str(r.get("uid") or "")
             for r in (claim.get("status") or {}).get("reservedFor") or []
@@ -437,14 +597,14 @@ class Snapshot:
             if isinstance(o, Mapping) and o.get("kind") == "Pod"
         ]
         for uid in uids:
-            owner = ix.pods_by_uid.get(uid)
+            owner = self.pod_by_uid(uid) if uid else None
             if owner is not None:
                 keys.add((namespace_of(owner), name_of(owner)))
-        return [ix.pods_by_key[k] for k in sorted(keys)]
+        return [found for k in sorted(keys) if (found := self.pod(*k)) is not None]
 
-    def _claim_references_in(self, namespace: str) -> dict[str, set[tuple[str, str]]]:
-        """Claim name → pods of ``namespace`` naming it (spec or status), built once per namespace."""
-        ix = self._need("pods")
+    @staticmethod
+    def _claim_references_in(ix: _Indexes, namespace: str) -> dict[str, set[tuple[str, str]]]:
+        """Claim name → pods of ``namespace`` naming it (spec or status), once per namespace."""
         cached = ix.claim_refs_by_namespace.get(namespace)
         if cached is not None:
             return cached
@@ -462,11 +622,11 @@ class Snapshot:
 
     def device_class(self, name: str) -> K8sObject | None:
         """The DeviceClass ``name``, or None."""
-        return self._need("cluster").classes_by_name.get(name)
+        return self._index("cluster", name).classes_by_name.get(name)
 
     def node(self, name: str) -> K8sObject | None:
         """The Node ``name``, or None."""
-        return self._need("cluster").nodes_by_name.get(name)
+        return self._index("cluster", name).nodes_by_name.get(name)
 
     def node_names(self) -> list[str]:
         """Every node named by a Node object, a node-local slice or a bound pod, sorted."""
@@ -477,17 +637,17 @@ class Snapshot:
     def slices_for(self, *, driver: str | None = None, node: str | None = None) -> list[K8sObject]:
         """Slices filtered by driver and/or ``spec.nodeName`` (node-local slices only)."""
         if node is not None:
-            found: Iterable[K8sObject] = self._need("slices").slices_by_node.get(node, ())
+            found: Iterable[K8sObject] = self._index("slices", node).slices_by_node.get(node, ())
             if driver is not None:
                 found = (s for s in found if (s.get("spec") or {}).get("driver") == driver)
             return list(found)
         if driver is not None:
-            return list(self._need("slices").slices_by_driver.get(driver, ()))
+            return list(self._index("slices", driver).slices_by_driver.get(driver, ()))
         return list(self.slices)
 
     def pool_slices(self, driver: str, pool: str) -> list[K8sObject]:
         """Every slice of one pool, all generations."""
-        return list(self._need("slices").slices_by_pool.get((driver, pool), ()))
+        return list(self._index("slices", pool).slices_by_pool.get((driver, pool), ()))
 
     def pools(self) -> list[tuple[str, str]]:
         """(driver, pool name) of every pool, sorted."""
@@ -505,20 +665,24 @@ class Snapshot:
         Matches by kind/namespace/name and, when given, by UID as well, so events of a
         deleted and recreated object with the same name are told apart where possible.
         """
-        found = list(self._need("events").events_by_object.get((kind, namespace, name), ()))
+        by_name = self._index("events", name).events_by_object
+        found = list(by_name.get((kind, namespace, name), ()))
         if uid:
             found = [
                 e for e in found if (e.get("involvedObject") or {}).get("uid") in (None, "", uid)
             ]
             seen = {id(e) for e in found}
             found += [
-                e for e in self._need("events").events_by_uid.get(uid, ()) if id(e) not in seen
+                e
+                for e in self._index("events", uid).events_by_uid.get(uid, ())
+                if id(e) not in seen
             ]
         return sorted(found, key=event_time)
 
     def claims_reserving_device(self, driver: str, pool: str, device: str) -> list[K8sObject]:
         """Claims whose allocation includes the device (any request, adminAccess included)."""
-        return list(self._need("devices").claims_by_device.get((driver, pool, device), ()))
+        by_device = self._index("devices", pool).claims_by_device
+        return list(by_device.get((driver, pool, device), ()))
 
     def logs_for(
         self, namespace: str, pod: str, container: str | None = None
