@@ -2,7 +2,9 @@
 
 Commands describe *what* they need as a :class:`Target`; live collection uses it to read
 only that (targeted reads for ``claim``/``pod``, whole-cluster lists for ``scan``,
-``inventory``, ``selector-check``). Offline input is read whole either way.
+``inventory``, ``selector-check``). Offline input is read whole either way, but for a
+claim or a pod large JSON lists are decoded only where the diagnosis looks
+(``sources.json_lists``).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def obtain_snapshot(options: CommonOptions, target: Target) -> Snapshot:
     from dradiag.sources.manifests import load_snapshot, paused_gc
 
     if options.from_path:
-        snapshot = load_snapshot(options.from_path)
+        snapshot = load_snapshot(options.from_path, defer=target.kind in ("claim", "pod"))
     else:
         from dradiag.sources.live import collect_snapshot
 

@@ -381,6 +381,14 @@ class Snapshot:
     def events(self) -> tuple[K8sObject, ...]:
         return self._all(Kind.EVENT)
 
+    @property
+    def undecoded(self) -> dict[Kind, tuple[int, int]]:
+        """Kinds with deferred objects not all decoded yet: (decoded, deferred) counts."""
+        return {
+            kind: (sum(len(p.decoded) for p in pending), sum(len(p.store) for p in pending))
+            for kind, pending in self._deferred.items()
+        }
+
     def has_objects(self, kind: Kind) -> bool:
         """True when the Snapshot holds at least one object of ``kind`` (decoding none)."""
         if kind is Kind.LOG:
@@ -457,8 +465,12 @@ class Snapshot:
         key = (group, value)
         ix = self._scoped.get(key)
         if ix is None:
+            kinds = _GROUP_KINDS[group]
+            chosen = {kind: self._candidates(kind, value) for kind in kinds}
+            if not any(k in self._deferred for k in kinds):
+                return self._need(group)  # the candidates were most of it: all is decoded
             ix = self._scoped[key] = _Indexes()
-            getattr(self, f"_build_{group}")(ix, lambda kind: self._candidates(kind, value))
+            getattr(self, f"_build_{group}")(ix, chosen.__getitem__)
         return ix
 
     def _build_claims(self, ix: _Indexes, of: ObjectsOf) -> None:

@@ -19,7 +19,7 @@ import logging
 import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,6 +30,7 @@ from dradiag.snapshot.model import (
     CollectionError,
     ContainerLog,
     Coverage,
+    DeferredObjects,
     K8sObject,
     Kind,
     KindRecord,
@@ -79,6 +80,31 @@ class _Loaded:
     logs: list[ContainerLog]
     empty_list_kinds: set[Kind]
     collection: Mapping[str, Any] | None
+    deferred: list[tuple[int, DeferredObjects]] = field(default_factory=list)
+    """Undecoded stores, each with how many documents came before it."""
+    skipped: dict[str, int] = field(default_factory=dict)
+    """``apiVersion/kind`` → items of unread kinds inside deferred files."""
+
+    def add(self, data: bytes, path: str, *, defer: bool) -> None:
+        """One manifest file's objects: split undecoded when deferring a large JSON list."""
+        if defer and len(data) >= _defer_min_bytes() and data[:8192].lstrip()[:1] == b"{":
+            from dradiag.sources.json_lists import split_json_list
+
+            split = split_json_list(data, path)
+            if split is not None:
+                self.deferred += [(len(self.documents), store) for store in split.stores]
+                for label, count in split.skipped.items():
+                    self.skipped[label] = self.skipped.get(label, 0) + count
+                return
+        found, kinds = read_documents(data, path)
+        self.documents.extend(found)
+        self.empty_list_kinds |= kinds
+
+
+def _defer_min_bytes() -> int:
+    from dradiag.sources import json_lists
+
+    return json_lists.DEFER_MIN_BYTES
 
 
 # -- decoding -------------------------------------------------------------------------
@@ -291,40 +317,38 @@ def _iter_files(root: Path) -> Iterator[Path]:
             yield path
 
 
-def _read_path(path_arg: str, stdin: Any = None, exclude: Collection[str] = ()) -> _Loaded:
-    docs: list[Document] = []
-    logs: list[ContainerLog] = []
-    empty: set[Kind] = set()
-    collection: Mapping[str, Any] | None = None
+def _read_path(
+    path_arg: str, stdin: Any = None, exclude: Collection[str] = (), *, defer: bool = False
+) -> _Loaded:
+    loaded = _Loaded([], [], set(), None)
     if path_arg == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        found, empty = read_documents(stream.read(), "<stdin>")
-        return _Loaded(found, [], empty, None)
+        loaded.add(stream.read(), "<stdin>", defer=defer)
+        return loaded
     root = Path(path_arg)
     if not root.exists():
         raise InputError("no such file or directory", path=path_arg)
     if root.is_file():
         if root.suffix == LOG_SUFFIX:
             log = read_log(root, None)
-            return _Loaded([], [log] if log else [], set(), None)
-        found, empty = read_documents(_read_bytes(root), str(root))
-        return _Loaded(found, [], empty, None)
+            loaded.logs += [log] if log else []
+        else:
+            loaded.add(_read_bytes(root), str(root), defer=defer)
+        return loaded
     for path in _iter_files(root):
         if path.name in exclude:
             continue
         if path.name == COLLECTION_FILE and path.parent == root:
-            collection = _read_collection(path)
+            loaded.collection = _read_collection(path)
         elif path.suffix in MANIFEST_SUFFIXES:
-            found, kinds = read_documents(_read_bytes(path), str(path))
-            docs.extend(found)
-            empty |= kinds
+            loaded.add(_read_bytes(path), str(path), defer=defer)
         elif path.suffix == LOG_SUFFIX:
             log = read_log(path, root)
             if log is not None:
-                logs.append(log)
+                loaded.logs.append(log)
         else:
             logger.debug("%s: ignored (not .yaml/.yml/.json/.log)", path)
-    return _Loaded(docs, logs, empty, collection)
+    return loaded
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -352,12 +376,24 @@ def snapshot_from_documents(
     collection: Mapping[str, Any] | None = None,
     source: SourceInfo | None = None,
     location: str | None = None,
+    deferred: Iterable[tuple[int, DeferredObjects]] = (),
+    skipped: Mapping[str, int] | None = None,
 ) -> Snapshot:
-    """Normalize documents into a Snapshot and work out what the input covered."""
+    """Normalize documents into a Snapshot and work out what the input covered.
+
+    ``deferred`` stores stand after the number of documents each is paired with; they
+    are placed among their kind's objects accordingly (the Snapshot decodes them).
+    ``skipped`` counts items of unread kinds the stores passed over.
+    """
     objects: dict[Kind, list[K8sObject]] = {k: [] for k in Kind if k is not Kind.LOG}
     raw: dict[tuple[str, str, str], K8sObject] = {}
-    skipped_kinds: dict[str, int] = {}
-    for doc in documents:
+    skipped_kinds: dict[str, int] = dict(skipped or {})
+    waiting = sorted(deferred, key=lambda entry: entry[0])
+    placed: list[tuple[int, DeferredObjects]] = []
+    for index, doc in enumerate(documents):
+        while waiting and waiting[0][0] <= index:
+            store = waiting.pop(0)[1]
+            placed.append((len(objects[store.kind]), store))
         kind = kind_of(doc.obj)
         if kind is None:
             label = f"{doc.obj.get('apiVersion')}/{doc.obj.get('kind')}"
@@ -367,13 +403,16 @@ def snapshot_from_documents(
         objects[kind].append(normalized)
         if normalized is not doc.obj:
             raw[(kind.value, namespace_of(doc.obj), name_of(doc.obj))] = doc.obj
+    placed += [(len(objects[store.kind]), store) for _, store in waiting]
     for label, count in sorted(skipped_kinds.items()):
         logger.warning("skipped %d object(s) of kind %s: not read by dradiag", count, label)
     logs = list(logs)
+    deferred_kinds = {store.kind for _, store in placed if len(store)}
     coverage: dict[Kind, KindRecord] = {}
     where = location or "the input"
     for kind in Kind:
         present = bool(logs) if kind is Kind.LOG else bool(objects.get(kind))
+        present = present or kind in deferred_kinds
         if present or kind in empty_kinds:
             coverage[kind] = KindRecord(kind=kind, coverage=Coverage.COLLECTED, scope="files")
         else:
@@ -385,7 +424,7 @@ def snapshot_from_documents(
         coverage.update(_coverage_from_record(collection))
         errors = _errors_from_record(collection)
         source = source or _source_from_record(collection, location)
-    if not any(objects.values()) and not logs:
+    if not any(objects.values()) and not logs and not deferred_kinds:
         raise InputError("no Kubernetes objects dradiag can read", path=location)
     return Snapshot(
         objects=objects,
@@ -394,6 +433,7 @@ def snapshot_from_documents(
         errors=errors,
         source=source or SourceInfo(kind="files", location=location),
         raw=raw,
+        deferred=placed,
     )
 
 
@@ -476,21 +516,26 @@ def load_snapshot(
     stdin: Any = None,
     exclude: Collection[str] = (),
     location: str | None = None,
+    defer: bool = False,
 ) -> Snapshot:
     """Read ``--from PATH`` (file, directory or ``-``) into a Snapshot.
 
     ``exclude`` names files to pass over in a directory (a sample's or a test
     scenario's own description files); ``location`` labels the source in output.
+    ``defer``: large JSON list files are split, not decoded, and the Snapshot decodes
+    what its look-ups need (``sources.json_lists``); for runs about one claim or pod.
     Raises InputError for unreadable or malformed input, or when nothing usable remains.
     """
     with paused_gc():
-        loaded = _read_path(path, stdin, exclude)
+        loaded = _read_path(path, stdin, exclude, defer=defer)
         return snapshot_from_documents(
             loaded.documents,
             logs=loaded.logs,
             empty_kinds=loaded.empty_list_kinds,
             collection=loaded.collection,
             location=location or path,
+            deferred=loaded.deferred,
+            skipped=loaded.skipped,
         )
 
 
