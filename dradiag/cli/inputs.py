@@ -53,7 +53,8 @@ object by object (about a second on a 100,000-claim input) just before the exit.
 
 def obtain_snapshot(options: CommonOptions, target: Target) -> Snapshot:
     """The Snapshot for this run: offline from ``--from``, else collected live."""
-    from dradiag.sources.manifests import load_snapshot, paused_gc
+    from dradiag.snapshot.model import paused_gc
+    from dradiag.sources.manifests import load_snapshot
 
     if options.from_path:
         snapshot = load_snapshot(options.from_path, defer=target.kind in ("claim", "pod"))
@@ -72,7 +73,7 @@ def obtain_device_snapshot(options: CommonOptions, nodes: list[str] | None) -> S
     streamed), else the live cluster's, restricted to ``nodes`` when given.
 
     Every loader pauses the cyclic GC and freezes what it loaded
-    (``sources.manifests.paused_gc``).
+    (``snapshot.model.paused_gc``).
     """
     if not options.from_path:
         return obtain_snapshot(options, Target(kind="cluster", nodes=tuple(nodes or ())))

@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from dradiag.errors import InputError
-from dradiag.snapshot.model import Kind, Snapshot, SourceInfo
+from dradiag.snapshot.model import Kind, Snapshot, SourceInfo, paused_gc
 from dradiag.snapshot.normalize import kind_of, normalize
-from dradiag.sources.manifests import decode_text, paused_gc
+from dradiag.sources.manifests import decode_text
 
 __all__ = [
     "STREAM_THRESHOLD_BYTES",

@@ -13,12 +13,10 @@ and kinds dradiag does not read, are reported on stderr and skipped.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -38,6 +36,7 @@ from dradiag.snapshot.model import (
     SourceInfo,
     name_of,
     namespace_of,
+    paused_gc,
 )
 from dradiag.snapshot.normalize import kind_of, normalize
 
@@ -489,25 +488,6 @@ def _source_from_record(record: Mapping[str, Any], location: str | None) -> Sour
         server_version=src.get("serverVersion"),
         served_versions=tuple(src.get("servedVersions") or ()),
     )
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a large input is read.
-
-    Loading builds millions of small acyclic dicts, and every allocation burst would
-    start a collection that walks all of them again (a 5,000-node snapshot: about 3x the
-    CPU). The loaded objects are then frozen into the permanent generation, so later
-    collections skip them. A CLI process is short-lived; nothing accumulates.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 def load_snapshot(
