@@ -126,6 +126,11 @@ class DeferredObjects(Protocol):
         every item that does is among them. None when this store cannot narrow it."""
         ...
 
+    def field_values(self, path: Sequence[str]) -> list[Any] | None:
+        """The value at ``path`` (object keys) in every item as read, None where absent,
+        in order; None when this store cannot tell without decoding."""
+        ...
+
     def decode(self, index: int) -> dict[str, Any]:
         """Item ``index`` as read (not normalized)."""
         ...
@@ -671,8 +676,21 @@ class Snapshot:
     def node_names(self) -> list[str]:
         """Every node named by a Node object, a node-local slice or a bound pod, sorted."""
         names = set(self._need("cluster").nodes_by_name) | set(self._need("slices").slices_by_node)
-        names |= set(self._need("pods").pods_by_node)
+        names |= {str(node) for node in self._bound_nodes() if node}
         return sorted(n for n in names if n)
+
+    def _bound_nodes(self) -> Iterable[Any]:
+        """``spec.nodeName`` of every pod (normalization leaves it as read), decoding no
+        deferred pod when its store can read the field alone."""
+        if Kind.POD not in self._deferred:
+            return self._need("pods").pods_by_node
+        found: list[Any] = [(p.get("spec") or {}).get("nodeName") for p in self._objects[Kind.POD]]
+        for pending in self._deferred[Kind.POD]:
+            values = pending.store.field_values(("spec", "nodeName"))
+            if values is None:
+                return self._need("pods").pods_by_node
+            found += values
+        return found
 
     def slices_for(self, *, driver: str | None = None, node: str | None = None) -> list[K8sObject]:
         """Slices filtered by driver and/or ``spec.nodeName`` (node-local slices only)."""

@@ -214,6 +214,30 @@ class DeferredJsonItems:
             )
         return self._escapes
 
+    def field_values(self, path: Sequence[str]) -> list[Any] | None:
+        """The value at ``path`` (object keys) in every item, None where absent, read by
+        msgspec without decoding the rest; None when some item holds a non-object on
+        the way."""
+        import msgspec
+
+        shape: Any = msgspec.defstruct("Leaf", [(path[-1], Any, None)])
+        for key in reversed(path[:-1]):
+            shape = msgspec.defstruct("Step", [(key, shape | None, None)])
+        layout = self._where()
+        start, end = layout.array
+        try:
+            items = msgspec.json.decode(memoryview(layout.text)[start:end], type=list[shape])
+        except msgspec.MsgspecError:
+            return None
+        out = []
+        for item in items:
+            for key in path:
+                if item is None:
+                    break
+                item = getattr(item, key)
+            out.append(item)
+        return out
+
     def decode(self, index: int) -> dict[str, Any]:
         item = self._loads(memoryview(self._spans[index]))
         return self._with_list_kind(item) if self._inherit else item
