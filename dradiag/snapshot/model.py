@@ -17,7 +17,7 @@ import gc
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -306,7 +306,9 @@ class _Pending:
     position: int
     """How many of the kind's directly given objects come before this store's."""
     store: DeferredObjects
-    decoded: dict[int, K8sObject]
+    decoded: dict[int, K8sObject] = field(default_factory=dict)
+    originals: dict[int, K8sObject] = field(default_factory=dict)
+    """The items as read, of those decoded items that normalization changed."""
 
 
 class Snapshot:
@@ -353,7 +355,7 @@ class Snapshot:
         self._deferred: dict[Kind, list[_Pending]] = {}
         for position, store in deferred:
             if len(store):
-                self._deferred.setdefault(store.kind, []).append(_Pending(position, store, {}))
+                self._deferred.setdefault(store.kind, []).append(_Pending(position, store))
         for pending in self._deferred.values():
             pending.sort(key=lambda p: p.position)
         self._scoped: dict[tuple[str, str], _Indexes] = {}
@@ -440,9 +442,28 @@ class Snapshot:
             decoded = p.decoded
             for i, obj in enumerate(p.store.decode_all()):
                 found = decoded.get(i)
-                merged.append(found if found is not None else self._normalized(kind, obj))
+                if found is None:
+                    merged.append(self._normalized(kind, obj))
+                else:
+                    merged.append(self._decoded(kind, p, i))
         merged += given[at:]
         return tuple(merged)
+
+    def _decoded(self, kind: Kind, p: _Pending, index: int) -> K8sObject:
+        """Item ``index`` of a deferred store, decoded and normalized once.
+
+        Its original is (re)entered in :attr:`raw` on every call: callers go through
+        items in input order, so of duplicates the last one's stays, as in a full load.
+        """
+        obj = p.decoded.get(index)
+        if obj is None:
+            read = p.store.decode(index)
+            obj = p.decoded[index] = self._normalized(kind, read)
+            if obj is not read:
+                p.originals[index] = read
+        elif (original := p.originals.get(index)) is not None:
+            self.raw[(kind.value, namespace_of(original), name_of(original))] = original
+        return obj
 
     def _normalized(self, kind: Kind, obj: dict[str, Any]) -> K8sObject:
         from dradiag.snapshot.normalize import normalize
@@ -468,10 +489,7 @@ class Snapshot:
             at = p.position
             with paused_gc():
                 for i in indexes:
-                    obj = p.decoded.get(i)
-                    if obj is None:
-                        obj = p.decoded[i] = self._normalized(kind, p.store.decode(i))
-                    out.append(obj)
+                    out.append(self._decoded(kind, p, i))
         out += given[at:]
         return out
 
@@ -753,13 +771,16 @@ class Snapshot:
 
     def raw_object(self, kind: Kind, namespace: str, name: str) -> K8sObject | None:
         """The object as it was read (its original apiVersion and layout), or None."""
+        if kind is Kind.LOG:
+            return None
+        # Decodes (and enters in `raw`, in input order) every deferred object of that name.
+        objects = self._candidates(kind, name)
         found = self.raw.get((kind.value, namespace, name))
         if found is not None:
             return found
-        for k, obj in self.objects():
-            if k is kind and namespace_of(obj) == namespace and name_of(obj) == name:
-                return obj
-        return None
+        return next(
+            (o for o in objects if namespace_of(o) == namespace and name_of(o) == name), None
+        )
 
     def coverage_of(self, kind: Kind) -> KindRecord:
         """How completely ``kind`` was read."""

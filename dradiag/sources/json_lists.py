@@ -43,6 +43,11 @@ Below it, decoding everything costs less than a few look-ups' scans."""
 
 _PLAIN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:")
 _PLAIN = re.compile(r"[A-Za-z0-9._:-]+\Z")
+_SCALAR_SPELLING = re.compile(
+    r"(?:-?(?:[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?|inf)|nan|True|False|None)\Z"
+)
+"""How ``str()`` spells a JSON number or literal: the Snapshot indexes a non-string name
+that way, and the text holds it unquoted (or spelled otherwise: ``1e5``, ``true``)."""
 _ASCII_ESCAPE = re.compile(rb"\\u00([2-7][0-9A-Fa-f])")
 _FEW = 256
 """Up to this many matches (or an eighth of the kind) are decoded one by one."""
@@ -169,7 +174,11 @@ class DeferredJsonItems:
         return self._layout
 
     def candidates(self, value: str) -> list[int] | None:
-        if not _PLAIN.match(value) or self._spells_plain_escapes():
+        if not _PLAIN.match(value) or _SCALAR_SPELLING.match(value):
+            return None
+        if self._inherit and value in ("apiVersion", "kind", *self._list):
+            return None  # items given the list's kind hold these without their text showing
+        if self._spells_plain_escapes():
             return None
         needle = b'"' + value.encode("ascii") + b'"'
         limit = max(_FEW, len(self._spans) // 8)
@@ -334,8 +343,11 @@ def split_json_list(data: bytes, path: str) -> SplitList | None:
         return None
     list_api = listed.apiVersion
     item_kind = kind[: -len("List")] or None
-    api_versions = set(map(attrgetter("apiVersion"), heads))
-    kinds = set(map(attrgetter("kind"), heads))
+    try:
+        api_versions = set(map(attrgetter("apiVersion"), heads))
+        kinds = set(map(attrgetter("kind"), heads))
+    except TypeError:  # an object or array where a string belongs: the loader reports it
+        return None
     inherit = unset in kinds
     if inherit and item_kind is None:
         return None  # a bare List's item without a kind: the loader reports it

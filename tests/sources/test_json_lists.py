@@ -847,11 +847,6 @@ def test_anything_but_a_plain_list_of_objects_is_left_to_the_loader(case: str) -
     [{**POD, "kind": {"name": "Pod"}}, {**POD, "apiVersion": ["v1"]}],
     ids=["kind-object", "apiVersion-array"],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="split_json_list puts every item's apiVersion/kind in a set: an object or array "
-    "there raises TypeError (unhashable) instead of returning None",
-)
 def test_an_item_with_an_object_or_array_kind_is_left_to_the_loader(item: dict[str, Any]) -> None:
     doc = {"apiVersion": "v1", "kind": "List", "items": [POD, item]}
     assert split_json_list(json.dumps(doc).encode(), "input.json") is None
@@ -1021,20 +1016,17 @@ def test_candidates_give_up_past_max_256_or_an_eighth_of_the_items(
 
 
 def test_candidates_map_matches_in_the_list_header_to_no_item() -> None:
-    """ "48213" (the list's resourceVersion) and "List" occur outside the items only."""
+    """ "PodList" and "List" occur outside the items only."""
     items = _generated_pods(30)
     store = _only_store(_raw_pod_list(items))
-    assert store.candidates("48213") == []
+    assert store.candidates("PodList") == []
+    # The list's resourceVersion: a number's spelling (an unquoted name would read so).
+    assert store.candidates("48213") is None
     indented = _only_store(_kubectl_list(_with_kind(items)))
     assert indented.candidates("List") == [] and indented.candidates("resourceVersion") == []
     assert indented.candidates("pod-4") == _holding(_with_kind(items), "pod-4") != []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="candidates() searches the item text only: an item of a raw <Kind>List decodes "
-    "with the list's apiVersion/kind inserted, but is not reported for those strings",
-)
 def test_candidates_cover_the_kind_and_api_version_an_item_inherits() -> None:
     items = _generated_pods(10)
     store = _only_store(_raw_pod_list(items))
@@ -1320,12 +1312,6 @@ def test_duplicate_claims_last_one_wins_as_in_the_eager_load(
     assert snap.claims == eager.claims
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Snapshot._all records each newly decoded item's raw form in snapshot.raw in "
-    "input order, overwriting the raw form of a later same-name object that a look-up "
-    "decoded first: raw_object then returns the earlier duplicate's original",
-)
 def test_raw_object_of_a_duplicate_is_the_last_ones_after_materializing(
     defer_all: None, tmp_path: Path
 ) -> None:
@@ -1361,12 +1347,6 @@ def test_raw_object_is_the_v1beta1_original_of_a_looked_up_deferred_claim(
     assert v1 is not None and snap.raw_object(Kind.RESOURCE_CLAIM, "team-a", "train-3") is v1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="raw_object looks in snapshot.raw first, which holds only the items decoded so "
-    "far; for an undecoded v1beta1 claim it falls back to objects(), which decodes "
-    "everything but then returns the normalized v1 object, not the original",
-)
 def test_raw_object_is_the_v1beta1_original_without_a_look_up_first(
     defer_all: None, cluster: Cluster, cluster_dir: str
 ) -> None:
@@ -1415,12 +1395,6 @@ def test_small_files_and_eager_loads_are_not_deferred(cluster_dir: str) -> None:
     assert load_snapshot(cluster_dir).undecoded == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="The Snapshot indexes a non-string metadata.name/spec.nodeName as str(value), "
-    "but candidates() only finds the quoted string: a deferred look-up of pod ns/123 or "
-    "of node 7's pods misses what the eager load finds",
-)
 def test_a_non_string_name_is_found_as_in_the_eager_load(defer_all: None, tmp_path: Path) -> None:
     items: list[dict[str, Any]] = [
         {
@@ -1438,11 +1412,6 @@ def test_a_non_string_name_is_found_as_in_the_eager_load(defer_all: None, tmp_pa
     assert snap.pods_on_node("7") == eager.pods_on_node("7")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="split_json_list raises TypeError for an item whose kind is an object, so "
-    "load_snapshot(defer=True) crashes where the eager load warns and skips the item",
-)
 def test_a_deferred_load_with_an_object_kind_item_reads_as_the_eager_load(
     defer_all: None, tmp_path: Path
 ) -> None:
