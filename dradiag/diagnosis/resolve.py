@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from dradiag.snapshot.model import K8sObject, Snapshot, name_of, namespace_of, uid_of
+from dradiag.snapshot.model import K8sObject, Kind, Snapshot, name_of, namespace_of, uid_of
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 """Set by the resourceclaim controller on a generated claim (k8s-dra-semantics §6)."""
@@ -76,7 +76,7 @@ def _claim_by_owner(snapshot: Snapshot, pod: K8sObject, pod_claim_name: str) -> 
     ns = namespace_of(pod)
     found = [
         c
-        for c in snapshot.claims
+        for c in snapshot.mentioning(Kind.RESOURCE_CLAIM, pod_uid)
         if namespace_of(c) == ns
         and ((c.get("metadata") or {}).get("annotations") or {}).get(POD_CLAIM_NAME_ANNOTATION)
         == pod_claim_name

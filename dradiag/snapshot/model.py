@@ -683,6 +683,15 @@ class Snapshot:
         ix.claim_refs_by_namespace[namespace] = refs
         return refs
 
+    def mentioning(self, kind: Kind, value: str) -> Sequence[K8sObject]:
+        """Objects of ``kind`` that may hold the string ``value`` anywhere, in input order.
+
+        A superset: the caller keeps those that do where it looks. It decodes only those
+        of a deferred kind, where a look-up by a field no index covers would otherwise
+        decode every object (a claim's owner, found by the pod's UID).
+        """
+        return self._candidates(kind, value) if kind is not Kind.LOG else ()
+
     def device_class(self, name: str) -> K8sObject | None:
         """The DeviceClass ``name``, or None."""
         return self._index("cluster", name).classes_by_name.get(name)

@@ -1439,3 +1439,24 @@ def test_field_values_are_the_decoded_items_values(layout: str) -> None:
     assert store.field_values(("spec", "nodeName")) == [p["spec"].get("nodeName") for p in pods]
     assert store.field_values(("metadata", "name")) == [f"pod-{i}" for i in range(50)]
     assert store.field_values(("status", "phase")) == [None] * 50
+
+
+def test_mentioning_is_a_superset_in_input_order_that_decodes_only_its_candidates(
+    defer_all: None, cluster: Cluster, cluster_dir: str
+) -> None:
+    eager = load_snapshot(cluster_dir)
+    snap = _deferred(cluster_dir)
+    pod = next(p for p in eager.pods if p["metadata"].get("uid"))
+    uid = pod["metadata"]["uid"]
+    for kind in (Kind.POD, Kind.EVENT, Kind.RESOURCE_CLAIM):
+        holding = [o for o in getattr(eager, DEFERRED_ATTRS[kind]) if uid in json.dumps(o)]
+        found = list(snap.mentioning(kind, uid))
+        # Every object holding the UID, in the eager load's order (a superset may hold more).
+        assert [o for o in found if uid in json.dumps(o)] == holding
+        assert kind in snap.undecoded  # nothing asked for the whole kind
+        done, total = snap.undecoded[kind]
+        assert done <= len(found) and done < total  # only candidates were decoded
+    assert list(snap.mentioning(Kind.LOG, uid)) == []
+
+
+DEFERRED_ATTRS = {Kind.POD: "pods", Kind.EVENT: "events", Kind.RESOURCE_CLAIM: "claims"}
