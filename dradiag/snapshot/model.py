@@ -418,12 +418,6 @@ class Snapshot:
             for kind, pending in self._deferred.items()
         }
 
-    def has_objects(self, kind: Kind) -> bool:
-        """True when the Snapshot holds at least one object of ``kind`` (decoding none)."""
-        if kind is Kind.LOG:
-            return bool(self.logs)
-        return bool(self._objects[kind]) or kind in self._deferred
-
     def _all(self, kind: Kind) -> tuple[K8sObject, ...]:
         pending = self._deferred.pop(kind, None)
         if pending:
@@ -441,11 +435,11 @@ class Snapshot:
             at = p.position
             decoded = p.decoded
             for i, obj in enumerate(p.store.decode_all()):
-                found = decoded.get(i)
-                if found is None:
-                    merged.append(self._normalized(kind, obj))
-                else:
+                # An item decoded before is that object still, whoever holds it.
+                if i in decoded:
                     merged.append(self._decoded(kind, p, i))
+                else:
+                    merged.append(self._normalized(kind, obj))
         merged += given[at:]
         return tuple(merged)
 
