@@ -4,10 +4,11 @@ A ``claim`` or ``pod`` diagnosis reads a handful of the 100,000 claims, 105,000 
 200,000 events of a large snapshot. Decoding every item (orjson: 1.7 s for 182 MB),
 normalizing and indexing it costs several times the diagnosis. Here msgspec's structural
 scan splits the ``items`` array into one undecoded span per item (no Python object per
-value: about 0.6 ms per MB) and reads each item's ``apiVersion``/``kind`` only. The spans
-of one kind are packed into one buffer with known offsets (:class:`DeferredJsonItems`),
-and the Snapshot decodes an item only when a look-up may need it
-(``snapshot.model.DeferredObjects``).
+value: about 0.6 ms per MB) and reads each item's ``apiVersion``/``kind`` only. Each kind's
+items become a :class:`DeferredJsonItems`, and the Snapshot decodes an item only when a
+look-up may need it (``snapshot.model.DeferredObjects``). Where each item lies is worked
+out in the file itself when its items are evenly separated (what every serializer
+writes); otherwise the items are copied into one compact buffer.
 
 Which items may need decoding is found in the text: an item whose decoded form holds
 the string ``v`` anywhere has ``"v"`` literally in its JSON when ``v`` is plain (ASCII
