@@ -135,8 +135,23 @@ def _sort_key(hit: RuleHit) -> tuple[Any, ...]:
 # -- events ---------------------------------------------------------------------------
 
 
+_EVENT_RULES: dict[int, tuple[Rulebook, tuple[dict[str, list[Rule]], list[Rule]]]] = {}
+"""Per rulebook (by identity, kept alive here): a walk matches events one at a time."""
+
+
 def _event_rules(rulebook: Rulebook) -> tuple[dict[str, list[Rule]], list[Rule]]:
     """Event rules indexed by exact reason, plus those whose reason is a regex or absent."""
+    cached = _EVENT_RULES.get(id(rulebook))
+    if cached is not None and cached[0] is rulebook:
+        return cached[1]
+    if len(_EVENT_RULES) >= 16:
+        _EVENT_RULES.clear()
+    found = _index_event_rules(rulebook)
+    _EVENT_RULES[id(rulebook)] = (rulebook, found)
+    return found
+
+
+def _index_event_rules(rulebook: Rulebook) -> tuple[dict[str, list[Rule]], list[Rule]]:
     by_reason: dict[str, list[Rule]] = {}
     other: list[Rule] = []
     for rule in rulebook.rules:

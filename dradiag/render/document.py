@@ -21,12 +21,22 @@ DIAGNOSES_SCHEMA_VERSION = "dradiag.diagnoses/v1"
 
 
 def dump_document(doc: Mapping[str, Any], output: str) -> str:
-    """``doc`` as JSON (indented, stable key order as built) or YAML, newline-terminated."""
+    """``doc`` as JSON (indented, stable key order as built) or YAML, newline-terminated.
+
+    JSON is written by orjson: a ``scan`` of 60,000 claims is a 100 MB document, which
+    the standard library takes seconds to write. The standard library stays the fallback
+    for what orjson refuses (integers beyond 64 bits, non-string keys).
+    """
     if str(output) == "yaml":
         import yaml
 
         return str(yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True, width=120))
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    try:
+        import orjson
+
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
+    except (ImportError, TypeError):  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
 def tool_block() -> dict[str, str]:
