@@ -36,13 +36,9 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Literal
 
-from dradiag.analyses.selection import (
-    AttributeCatalogue,
-    DeviceInventory,
-    RequestSelection,
-    SelectorOrigin,
-    SelectorResult,
-)
+from dradiag.analyses.selection.catalogue import AttributeCatalogue
+from dradiag.analyses.selection.inventory import DeviceInventory
+from dradiag.analyses.selection.results import RequestSelection, SelectorOrigin, SelectorResult
 
 if TYPE_CHECKING:
     from dradiag.analyses.cel import Clause
