@@ -286,7 +286,7 @@ def fleet_index(snapshot: Snapshot) -> FleetIndex | None:
 
 
 def _scalar(value: Any) -> Any:
-    # selection._attribute's member order.
+    # selection.devices._attribute's member order.
     if isinstance(value, Mapping):
         for member in ("string", "int", "bool", "version"):
             if member in value:
