@@ -275,10 +275,15 @@ _NUMERIC: Final = (int, Uint, float)
 
 
 def compare(a: Any, b: Any) -> int:
-    """Three-way comparison for ``< <= > >=``; raises ``no such overload`` for unordered pairs."""
+    """Three-way comparison for ``< <= > >=``: 2 when a NaN makes the pair unordered
+    (every relation is then false); raises ``no such overload`` for unordered types."""
     ca, cb = a.__class__, b.__class__
     if ca is cb:
-        if ca is int or ca is str or ca is float or ca is Uint or ca is bytes or ca is bool:
+        if ca is float:
+            if math.isnan(a) or math.isnan(b):
+                return 2
+            return (a > b) - (a < b)
+        if ca is int or ca is str or ca is Uint or ca is bytes or ca is bool:
             return (a > b) - (a < b)
         cmp = getattr(a, "cel_compare", None)
         if cmp is not None:
@@ -288,53 +293,29 @@ def compare(a: Any, b: Any) -> int:
             # cel-go compares int/uint with double after converting to double.
             a, b = float(a), float(b)
             if math.isnan(a) or math.isnan(b):
-                return 2  # unordered: every relation is false
+                return 2
         return (a > b) - (a < b)
     raise CelRuntimeError("no such overload")
 
 
 def less(a: Any, b: Any) -> bool:
     c = compare(a, b)
-    if (
-        c == 2
-        or (a.__class__ is float and math.isnan(a))
-        or (b.__class__ is float and math.isnan(b))
-    ):
-        return False
-    return c < 0
+    return c != 2 and c < 0
 
 
 def less_equals(a: Any, b: Any) -> bool:
     c = compare(a, b)
-    if (
-        c == 2
-        or (a.__class__ is float and math.isnan(a))
-        or (b.__class__ is float and math.isnan(b))
-    ):
-        return False
-    return c <= 0
+    return c != 2 and c <= 0
 
 
 def greater(a: Any, b: Any) -> bool:
     c = compare(a, b)
-    if (
-        c == 2
-        or (a.__class__ is float and math.isnan(a))
-        or (b.__class__ is float and math.isnan(b))
-    ):
-        return False
-    return c > 0
+    return c != 2 and c > 0
 
 
 def greater_equals(a: Any, b: Any) -> bool:
     c = compare(a, b)
-    if (
-        c == 2
-        or (a.__class__ is float and math.isnan(a))
-        or (b.__class__ is float and math.isnan(b))
-    ):
-        return False
-    return c >= 0
+    return c != 2 and c >= 0
 
 
 # --------------------------------------------------------------------------------------
