@@ -135,37 +135,6 @@ def _sort_key(hit: RuleHit) -> tuple[Any, ...]:
 # -- events ---------------------------------------------------------------------------
 
 
-_EVENT_RULES: dict[int, tuple[Rulebook, tuple[dict[str, list[Rule]], list[Rule]]]] = {}
-"""Per rulebook (by identity, kept alive here): a walk matches events one at a time."""
-
-
-def _event_rules(rulebook: Rulebook) -> tuple[dict[str, list[Rule]], list[Rule]]:
-    """Event rules indexed by exact reason, plus those whose reason is a regex or absent."""
-    cached = _EVENT_RULES.get(id(rulebook))
-    if cached is not None and cached[0] is rulebook:
-        return cached[1]
-    if len(_EVENT_RULES) >= 16:
-        _EVENT_RULES.clear()
-    found = _index_event_rules(rulebook)
-    _EVENT_RULES[id(rulebook)] = (rulebook, found)
-    return found
-
-
-def _index_event_rules(rulebook: Rulebook) -> tuple[dict[str, list[Rule]], list[Rule]]:
-    by_reason: dict[str, list[Rule]] = {}
-    other: list[Rule] = []
-    for rule in rulebook.rules:
-        em = rule.match.event if rule.match is not None else None
-        if em is None:
-            continue
-        if em.reasons:
-            for reason in em.reasons:
-                by_reason.setdefault(reason, []).append(rule)
-        else:
-            other.append(rule)
-    return by_reason, other
-
-
 def _event_captures(rule: Rule, event: K8sObject) -> dict[str, str] | None:
     assert rule.match is not None and rule.match.event is not None
     em = rule.match.event
@@ -229,12 +198,11 @@ def match_events(rulebook: Rulebook, events: Iterable[K8sObject]) -> list[RuleHi
     The quoted evidence and the captures come from the latest matching event, since
     kubelet and scheduler retry and the latest message is the current cause.
     """
-    by_reason, other = _event_rules(rulebook)
     groups: dict[tuple[str, str, str, str], list[tuple[K8sObject, dict[str, str]]]] = {}
     rules_by_id: dict[str, Rule] = {}
     for event in events:
         reason = str(event.get("reason") or "")
-        candidates = by_reason.get(reason, []) + other
+        candidates = rulebook.event_rules(reason)
         matched: list[tuple[Rule, dict[str, str]]] = []
         for rule in candidates:
             captures = _event_captures(rule, event)

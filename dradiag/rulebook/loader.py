@@ -29,6 +29,8 @@ class Rulebook:
     location: str = ""
     _by_id: dict[str, Rule] = field(default_factory=dict, repr=False, compare=False)
     _aliases: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    _events: dict[str | None, list[Rule]] = field(default_factory=dict, repr=False, compare=False)
+    """Event rules by the exact reason they name; under None, those naming none."""
 
     @classmethod
     def from_rules(cls, rules: Iterable[Rule], *, location: str = "") -> Rulebook:
@@ -58,6 +60,20 @@ class Rulebook:
 
     def __len__(self) -> int:
         return len(self.rules)
+
+    def event_rules(self, reason: str) -> list[Rule]:
+        """Rules whose event match may take an event with this reason: those naming it,
+        then those whose reason is a pattern or absent. Indexed once: a diagnosis
+        matches events one at a time."""
+        if not self._events:
+            self._events[None] = []
+            for rule in self.rules:
+                em = rule.match.event if rule.match is not None else None
+                if em is None:
+                    continue
+                for reason_named in em.reasons or (None,):
+                    self._events.setdefault(reason_named, []).append(rule)
+        return self._events.get(reason, []) + self._events[None]
 
     def by_phase(self, phase: Phase | str) -> tuple[Rule, ...]:
         """Rules of one phase, sorted by id."""
