@@ -25,6 +25,7 @@ messages (file, line, column) are unchanged.
 from __future__ import annotations
 
 import re
+import string
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -42,8 +43,8 @@ DEFER_MIN_BYTES = 4 * 1024 * 1024
 """JSON files at least this large are split instead of decoded (when the caller defers).
 Below it, decoding everything costs less than a few look-ups' scans."""
 
-_PLAIN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:")
-_PLAIN = re.compile(r"[A-Za-z0-9._:-]+\Z")
+_PLAIN_CHARS = frozenset(string.ascii_letters + string.digits + "._:-")
+_PLAIN = re.compile("[" + re.escape("".join(sorted(_PLAIN_CHARS))) + "]+\\Z")
 _SCALAR_SPELLING = re.compile(
     r"(?:-?(?:[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?|inf)|nan|True|False|None)\Z"
 )

@@ -39,6 +39,7 @@ from dradiag.snapshot.model import (
     paused_gc,
 )
 from dradiag.snapshot.normalize import kind_of, normalize
+from dradiag.sources import json_lists
 
 logger = logging.getLogger(__name__)
 
@@ -86,10 +87,8 @@ class _Loaded:
 
     def add(self, data: bytes, path: str, *, defer: bool) -> None:
         """One manifest file's objects: split undecoded when deferring a large JSON list."""
-        if defer and len(data) >= _defer_min_bytes() and data[:8192].lstrip()[:1] == b"{":
-            from dradiag.sources.json_lists import split_json_list
-
-            split = split_json_list(data, path)
+        if defer and len(data) >= json_lists.DEFER_MIN_BYTES and data[:8192].lstrip()[:1] == b"{":
+            split = json_lists.split_json_list(data, path)
             if split is not None:
                 self.deferred += [(len(self.documents), store) for store in split.stores]
                 for label, count in split.skipped.items():
@@ -98,12 +97,6 @@ class _Loaded:
         found, kinds = read_documents(data, path)
         self.documents.extend(found)
         self.empty_list_kinds |= kinds
-
-
-def _defer_min_bytes() -> int:
-    from dradiag.sources import json_lists
-
-    return json_lists.DEFER_MIN_BYTES
 
 
 # -- decoding -------------------------------------------------------------------------
