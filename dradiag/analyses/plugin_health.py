@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from dradiag.diagnosis.model import Evidence, EvidenceSource, Finding, Phase, Severity
 from dradiag.snapshot.model import Coverage, K8sObject, Kind, Snapshot, name_of, namespace_of
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, Severity
 
 CHART_NAMES = ("dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu")
 """``<name>`` of the two chart generations (v0.4+, v25.x)."""

@@ -25,9 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dradiag.diagnosis.model import PHASE_ORDER, Evidence, EvidenceSource, Finding
 from dradiag.rulebook.patterns import Pattern, clean_captures, first_match
 from dradiag.snapshot.model import K8sObject, Snapshot, event_time, name_of, namespace_of
+from dradiag.vocabulary import PHASE_ORDER, Evidence, EvidenceSource, Finding
 
 if TYPE_CHECKING:
     from dradiag.rulebook.loader import Rulebook

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dradiag.analyses.selection import ClaimSelection, DeviceInventory, SelectionProblem
-    from dradiag.diagnosis.model import Finding, Severity
     from dradiag.snapshot.model import Snapshot
     from dradiag.sources.workloads import ClaimManifest, ManifestSet, PodClaimUse
+    from dradiag.vocabulary import Finding, Severity
 
 MAX_EXPRESSION_BYTES = 10 * 1024
 """CELSelectorExpressionMaxLength (k8s-dra-semantics §1.5)."""
@@ -158,7 +158,7 @@ def check_manifests(
     notes = inventory_notes(snapshot, inventory)
     builtin = None
     if inventory.classes_source == "builtin":
-        from dradiag.diagnosis.model import Severity
+        from dradiag.vocabulary import Severity
 
         builtin = _rule_finding("DRA-SEL-BUILTIN-CLASSES", notes[0], severity=Severity.INFO)
     return ManifestCheck(manifests, inventory, claims, missing, notes, builtin)
@@ -166,8 +166,8 @@ def check_manifests(
 
 def _claim_not_found(snapshot: Snapshot, workload_ref: str, use: PodClaimUse) -> Finding:
     """Definite (an error) when the source was read for that kind, else a warning."""
-    from dradiag.diagnosis.model import Severity
     from dradiag.snapshot.model import Kind
+    from dradiag.vocabulary import Severity
 
     kind = Kind.RESOURCE_CLAIM if use.resource_claim_name else Kind.RESOURCE_CLAIM_TEMPLATE
     definite = snapshot.is_collected(kind)
@@ -180,7 +180,7 @@ def _claim_not_found(snapshot: Snapshot, workload_ref: str, use: PodClaimUse) ->
 
 def _rule_finding(rule: str, detail: str, *, severity: Severity) -> Finding:
     from dradiag.analyses.selection import RULES
-    from dradiag.diagnosis.model import Finding, Phase
+    from dradiag.vocabulary import Finding, Phase
 
     info = RULES[rule]
     return Finding(

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dradiag.diagnosis.model import Evidence, EvidenceSource, Finding, Phase, Severity
 from dradiag.snapshot.model import K8sObject, Snapshot, name_of, namespace_of, uid_of
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, Severity
 
 CLAIM_NOT_IN_CONTAINERS = "DRA-WORK-CLAIM-NOT-REFERENCED"
 UNKNOWN_REQUEST = "DRA-WORK-WRONG-REQUEST"

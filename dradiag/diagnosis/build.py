@@ -45,15 +45,7 @@ from dradiag.diagnosis.context import (
     pod_key,
     pod_terminating,
 )
-from dradiag.diagnosis.model import (
-    PHASE_ORDER,
-    Diagnosis,
-    Finding,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-    Target,
-)
+from dradiag.diagnosis.model import Diagnosis, PhaseResult, Target
 from dradiag.diagnosis.nodes import diagnose_node, scan_nodes
 from dradiag.diagnosis.phases.allocation import decompose_fit_error, phase_allocation
 from dradiag.diagnosis.phases.injection import phase_injection
@@ -74,6 +66,7 @@ from dradiag.snapshot.model import (
     name_of,
     namespace_of,
 )
+from dradiag.vocabulary import PHASE_ORDER, Finding, PhaseStatus, Severity
 
 logger = logging.getLogger(__name__)
 

@@ -20,13 +20,6 @@ from dradiag.analyses.timeline import (
     parse_time,
     reference_now,
 )
-from dradiag.diagnosis.model import (
-    Evidence,
-    EvidenceSource,
-    Finding,
-    Phase,
-    Severity,
-)
 from dradiag.diagnosis.resolve import pod_claim_names_for
 from dradiag.diagnosis.rule_ids import NOT_COLLECTED
 from dradiag.snapshot.model import (
@@ -39,6 +32,7 @@ from dradiag.snapshot.model import (
     namespace_of,
     uid_of,
 )
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, Severity
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
 """The driver dradiag knows best; the default when a claim's driver cannot be derived."""

@@ -15,15 +15,7 @@ from dradiag.analyses.timeline import (
     event_last_time,
     format_age,
 )
-from dradiag.diagnosis.model import (
-    Evidence,
-    EvidenceSource,
-    Finding,
-    Phase,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-)
+from dradiag.diagnosis.model import PhaseResult
 from dradiag.diagnosis.rule_ids import (
     ALLOC_UNSCHEDULABLE,
     INJ_CREATE_FAILED,
@@ -40,6 +32,7 @@ from dradiag.snapshot.model import (
     name_of,
     namespace_of,
 )
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 
 def _enrich(finding: Finding, rulebook: Any | None) -> Finding:

@@ -1,9 +1,9 @@
-"""The Diagnosis data model: phases, statuses, findings and evidence (DESIGN §2, §5).
+"""The Diagnosis data model: verdict, phase results, target (DESIGN §2, §5).
 
-Plain frozen dataclasses with tuples, so a value can be cached and shared between
-analyses. Enum values are the JSON spellings, so the document and the code cannot drift.
-Models never render themselves: ``render/document.py`` turns them into the versioned
-dict, and the text and SARIF views are drawn from that dict.
+The shared words (Phase, Severity, Finding, Evidence, Basis) live in
+``dradiag.vocabulary``; this module holds what only the diagnosis builds. Models never
+render themselves: ``render/document.py`` turns them into the versioned dict, and the
+text and SARIF views are drawn from that dict.
 """
 
 from __future__ import annotations
@@ -11,40 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-
-class Phase(StrEnum):
-    """The seven boundaries of a ResourceClaim's life, in the order they are crossed."""
-
-    PUBLICATION = "publication"
-    SELECTION = "selection"
-    ALLOCATION = "allocation"
-    PREPARE = "prepare"
-    INJECTION = "injection"
-    WORKLOAD = "workload"
-    UNPREPARE = "unprepare"
-
-
-PHASE_ORDER: tuple[Phase, ...] = tuple(Phase)
-
-
-class PhaseStatus(StrEnum):
-    """How one phase stands for the target."""
-
-    OK = "ok"
-    BROKEN = "broken"
-    WARN = "warn"
-    UNKNOWN = "unknown"
-    """The evidence needed was not readable; the phase's findings say which."""
-    NOT_REACHED = "not-reached"
-    """The claim has not got there yet (e.g. prepare for an unallocated claim)."""
-
-
-class Severity(StrEnum):
-    """A finding's weight: ``error`` breaks its phase, ``warning`` marks it, ``info`` explains."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
+from dradiag.vocabulary import Finding, Phase, PhaseStatus
 
 
 class VerdictStatus(StrEnum):
@@ -53,49 +20,6 @@ class VerdictStatus(StrEnum):
     OK = "ok"
     BROKEN = "broken"
     INCONCLUSIVE = "inconclusive"
-
-
-class EvidenceSource(StrEnum):
-    """Where a piece of evidence was read."""
-
-    EVENT = "event"
-    LOG = "log"
-    OBJECT = "object"
-    CEL = "cel"
-    NODE = "node"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Evidence:
-    """One observation that supports a finding, quoted from its source."""
-
-    source: EvidenceSource
-    ref: str
-    """What was read, precisely enough to read it again: ``Event ns/name``,
-    ``ResourceClaim ns/name .status.allocation``, ``log ns/pod/container:123``."""
-    excerpt: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Finding:
-    """One conclusion with a stable rule id, its evidence and the next observation.
-
-    Every finding a user sees has a rule id with an entry in ``rules/*.yaml``, whether
-    the rule matched data (events, logs) or code computed it (CEL, allocation, pools).
-    """
-
-    rule: str
-    phase: Phase
-    severity: Severity
-    title: str
-    detail: str = ""
-    evidence: tuple[Evidence, ...] = ()
-    next: tuple[str, ...] = ()
-    """The next discriminating observations: commands to run or fields to read. A
-    mutating action appears only when marked as a remediation."""
-    identifiers: tuple[tuple[str, str], ...] = ()
-    """(layer, value) pairs quoted by the finding, e.g. ("claim UID", "..."),
-    ("slice device name", "gpu-0"), ("MIG UUID", "MIG-..."), ("PCI bus ID", "...")."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,16 +13,7 @@ from dradiag.diagnosis.context import (
     optional_rulebook,
 )
 from dradiag.diagnosis.findings import as_historical, phase_result
-from dradiag.diagnosis.model import (
-    Diagnosis,
-    Evidence,
-    EvidenceSource,
-    Finding,
-    Phase,
-    PhaseStatus,
-    Severity,
-    Target,
-)
+from dradiag.diagnosis.model import Diagnosis, Target
 from dradiag.diagnosis.phases.publication import pool_finding, pool_rules
 from dradiag.diagnosis.rule_ids import PUB_NODE_NO_SLICES
 from dradiag.diagnosis.verdict import decide_verdict
@@ -32,6 +23,7 @@ from dradiag.snapshot.model import (
     Snapshot,
     name_of,
 )
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 GPU_NODE_LABELS: Mapping[str, str] = {
     "nvidia.com/gpu.present": "true",

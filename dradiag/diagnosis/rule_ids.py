@@ -9,9 +9,7 @@ from collections.abc import Mapping
 
 from dradiag.analyses import plugin_health as ph
 from dradiag.analyses import wiring
-from dradiag.diagnosis.model import (
-    Phase,
-)
+from dradiag.vocabulary import Phase
 
 PHASE_CODE: Mapping[Phase, str] = {
     Phase.PUBLICATION: "PUB",

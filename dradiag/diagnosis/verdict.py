@@ -17,16 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dradiag.diagnosis.model import (
-    Finding,
-    Phase,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-    Target,
-    Verdict,
-    VerdictStatus,
-)
+from dradiag.diagnosis.model import PhaseResult, Target, Verdict, VerdictStatus
+from dradiag.vocabulary import Finding, Phase, PhaseStatus, Severity
 
 CROSS_CLAIM_CAUSE_RULES: frozenset[str] = frozenset({"DRA-UNPREP-LEAKED-STATE"})
 """Unprepare-phase rules that explain an *earlier* phase's failure of this claim."""

@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dradiag.diagnosis.model import Diagnosis, Evidence, Finding, PhaseResult
+    from dradiag.diagnosis.model import Diagnosis, PhaseResult
     from dradiag.snapshot.model import CollectionError, Snapshot, SourceInfo
+    from dradiag.vocabulary import Evidence, Finding
 
 DIAGNOSIS_SCHEMA_VERSION = "dradiag.diagnosis/v1"
 DIAGNOSES_SCHEMA_VERSION = "dradiag.diagnoses/v1"

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dradiag.diagnosis.model import PHASE_ORDER, Phase
 from dradiag.rulebook.loader import Rulebook, load_rulebook
 from dradiag.rulebook.schema import Rule
+from dradiag.vocabulary import PHASE_ORDER, Phase
 
 DOCS_PATH = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 """Where the generated catalogue lives in a source checkout."""

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dradiag.diagnosis.model import PHASE_ORDER, Phase
 from dradiag.rulebook.schema import Rule, RuleFileError, check_rule_set, validate_rule
+from dradiag.vocabulary import PHASE_ORDER, Phase
 
 PHASE_FILES: Mapping[Phase, str] = {phase: f"{phase.value}.yaml" for phase in PHASE_ORDER}
 """One file per phase; a rule's phase must agree with its file."""

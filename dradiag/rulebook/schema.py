@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dradiag.diagnosis.model import Phase, Severity
 from dradiag.errors import InputError
 from dradiag.rulebook.patterns import Pattern, PatternError, compile_pattern
+from dradiag.vocabulary import Phase, Severity
 
 PHASE_CODES: Mapping[str, Phase] = {
     "PUB": Phase.PUBLICATION,

@@ -11,8 +11,8 @@ from dradiag.analyses.plugin_health import (
     plugin_findings,
     plugin_health,
 )
-from dradiag.diagnosis.model import Severity
 from dradiag.snapshot.model import Coverage, Kind, KindRecord, Snapshot
+from dradiag.vocabulary import Severity
 
 
 def _plugin(

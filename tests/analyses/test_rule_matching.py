@@ -14,9 +14,9 @@ from dradiag.analyses.rule_matching import (
     match_objects,
     match_snapshot,
 )
-from dradiag.diagnosis.model import EvidenceSource, Phase
 from dradiag.rulebook import load_rulebook
 from dradiag.snapshot.model import ContainerLog, Kind, Snapshot
+from dradiag.vocabulary import EvidenceSource, Phase
 
 UID = "6f04a69a-96a1-4662-9d32-d0881d43397e"
 PREFIX = (

@@ -13,9 +13,10 @@ from dradiag.diagnosis.build import (
     diagnose_pod,
     scan,
 )
-from dradiag.diagnosis.model import Phase, PhaseStatus, Severity, VerdictStatus
+from dradiag.diagnosis.model import VerdictStatus
 from dradiag.errors import UsageError
 from dradiag.snapshot.model import CollectionError, ContainerLog, Kind
+from dradiag.vocabulary import Phase, PhaseStatus, Severity
 
 
 def statuses(diagnosis):

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-from dradiag.diagnosis.model import (
-    Finding,
-    Phase,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-    Target,
-    VerdictStatus,
-)
+from dradiag.diagnosis.model import PhaseResult, Target, VerdictStatus
 from dradiag.diagnosis.verdict import decide_verdict
+from dradiag.vocabulary import Finding, Phase, PhaseStatus, Severity
 
 TARGET = Target(kind="ResourceClaim", namespace="ml", name="train-gpu")
 

@@ -11,19 +11,7 @@ import yaml
 from referencing import Registry, Resource
 
 from dradiag import __version__
-from dradiag.diagnosis.model import (
-    Diagnosis,
-    Evidence,
-    EvidenceSource,
-    Finding,
-    Phase,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-    Target,
-    Verdict,
-    VerdictStatus,
-)
+from dradiag.diagnosis.model import Diagnosis, PhaseResult, Target, Verdict, VerdictStatus
 from dradiag.render.document import (
     collection_block,
     diagnoses_document,
@@ -31,6 +19,7 @@ from dradiag.render.document import (
     dump_document,
 )
 from dradiag.snapshot.model import CollectionError, SourceInfo
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schema"
 ITEM = json.loads((SCHEMAS / "diagnosis.schema.json").read_text())

@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-from dradiag.diagnosis.model import (
-    Diagnosis,
-    Evidence,
-    EvidenceSource,
-    Finding,
-    Phase,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-    Target,
-    Verdict,
-    VerdictStatus,
-)
+from dradiag.diagnosis.model import Diagnosis, PhaseResult, Target, Verdict, VerdictStatus
 from dradiag.render.document import collection_block, diagnoses_document, diagnosis_document
 from dradiag.render.text import render_diagnoses, render_diagnosis, render_scan
 from dradiag.snapshot.model import SourceInfo
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 SOURCE = SourceInfo(kind="files", location="bundle/", collected_at="2026-05-01T12:00:00Z")
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from dradiag.diagnosis.model import Phase, Severity
 from dradiag.errors import InputError
 from dradiag.rulebook.loader import load_rulebook_from, read_rule_file
 from dradiag.rulebook.schema import RuleFileError, parse_path, render_template, validate_rule
+from dradiag.vocabulary import Phase, Severity
 
 DOCS = (
     "## What it detects\nX.\n\n## Why it breaks the claim\nY.\n\n"

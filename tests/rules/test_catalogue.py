@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from dradiag.diagnosis.model import Phase
 from dradiag.rulebook.schema import DOC_HEADINGS, PHASE_CODES, RULE_ID_RE
+from dradiag.vocabulary import Phase
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = Path(__file__).resolve().parent / "cases"

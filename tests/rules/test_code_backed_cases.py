@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dradiag.diagnosis.model import Severity
+from dradiag.vocabulary import Severity
 
 SEVERITY_RANK = {Severity.INFO.value: 0, Severity.WARNING.value: 1, Severity.ERROR.value: 2}
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from dradiag.diagnosis.model import Phase
 from dradiag.snapshot.model import Coverage, Kind, allocated_devices, name_of
 from dradiag.sources.manifests import load_snapshot
+from dradiag.vocabulary import Phase
 
 PHASE_CODES = {
     "publication": "PUB",

@@ -31,8 +31,8 @@ from dradiag.analyses.allocation.search import (
 )
 from dradiag.analyses.allocation.taints import blocking_taints
 from dradiag.analyses.pools import paused_gc
-from dradiag.diagnosis.model import Evidence, EvidenceSource, Finding, Phase, Severity
 from dradiag.snapshot.model import K8sObject, Snapshot, name_of, namespace_of
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, Severity
 
 __all__ = [
     "ClusterExplanation",

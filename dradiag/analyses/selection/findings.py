@@ -21,7 +21,7 @@ from dradiag.analyses.selection.results import (
     SelectorOrigin,
     StageResult,
 )
-from dradiag.diagnosis.model import Evidence, EvidenceSource, Finding, Phase, Severity
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, Severity
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -45,9 +45,9 @@ def _check_output(output: OutputFormat) -> None:
 
 
 def _parse_phase(value: str) -> Any:
-    from dradiag.diagnosis.model import Phase
     from dradiag.errors import UsageError
     from dradiag.rulebook.schema import PHASE_CODES
+    from dradiag.vocabulary import Phase
 
     key = value.strip()
     if key.upper() in PHASE_CODES:

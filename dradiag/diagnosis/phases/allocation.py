@@ -24,15 +24,7 @@ from dradiag.diagnosis.context import (
     pod_terminating,
 )
 from dradiag.diagnosis.findings import as_historical, event_evidence, phase_result
-from dradiag.diagnosis.model import (
-    Evidence,
-    EvidenceSource,
-    Finding,
-    Phase,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-)
+from dradiag.diagnosis.model import PhaseResult
 from dradiag.diagnosis.rule_ids import (
     ALLOC_BOUND_UNALLOCATED,
     ALLOC_CLAIM_NOT_CREATED,
@@ -48,6 +40,7 @@ from dradiag.snapshot.model import (
     namespace_of,
     uid_of,
 )
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 _NODES_AVAILABLE = re.compile(r"0/(?P<total>\d+) nodes are available:(?P<rest>.*)", re.S)
 

@@ -25,15 +25,7 @@ from dradiag.diagnosis.context import (
     pod_status_of,
 )
 from dradiag.diagnosis.findings import as_historical, phase_result
-from dradiag.diagnosis.model import (
-    Evidence,
-    EvidenceSource,
-    Finding,
-    Phase,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-)
+from dradiag.diagnosis.model import PhaseResult
 from dradiag.diagnosis.rule_ids import INJ_CDI_NOT_APPLIED, INJ_CDI_SPEC_MISSING, INJ_CREATE_FAILED
 from dradiag.snapshot.model import (
     K8sObject,
@@ -41,6 +33,7 @@ from dradiag.snapshot.model import (
     name_of,
     namespace_of,
 )
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 _INJECTION_WAITING = frozenset({"CreateContainerError", "RunContainerError"})
 

@@ -21,15 +21,7 @@ from dradiag.diagnosis.context import (
     scheduled_at,
 )
 from dradiag.diagnosis.findings import as_historical, event_evidence, phase_result
-from dradiag.diagnosis.model import (
-    Evidence,
-    EvidenceSource,
-    Finding,
-    Phase,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-)
+from dradiag.diagnosis.model import PhaseResult
 from dradiag.diagnosis.rule_ids import PREP_FAILED, PREP_STUCK
 from dradiag.snapshot.model import (
     K8sObject,
@@ -37,6 +29,7 @@ from dradiag.snapshot.model import (
     name_of,
     namespace_of,
 )
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 
 def _prepare_events(walk: ClaimWalk, pod: K8sObject) -> list[K8sObject]:

@@ -9,15 +9,7 @@ from typing import Any, NamedTuple
 from dradiag.analyses import plugin_health as ph
 from dradiag.diagnosis.context import ClaimWalk
 from dradiag.diagnosis.findings import as_historical, phase_result
-from dradiag.diagnosis.model import (
-    Evidence,
-    EvidenceSource,
-    Finding,
-    Phase,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-)
+from dradiag.diagnosis.model import PhaseResult
 from dradiag.diagnosis.rule_ids import (
     PUB_DRIVER_NO_SLICES,
     PUB_NODE_NO_SLICES,
@@ -29,6 +21,7 @@ from dradiag.snapshot.model import (
     Kind,
     Snapshot,
 )
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 
 def pool_finding(problem: Any, blocking: bool) -> Finding:

@@ -6,21 +6,14 @@ import importlib
 
 from dradiag.diagnosis.context import ClaimWalk, claim_devices, class_names
 from dradiag.diagnosis.findings import as_historical, phase_result
-from dradiag.diagnosis.model import (
-    Evidence,
-    EvidenceSource,
-    Finding,
-    Phase,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-)
+from dradiag.diagnosis.model import PhaseResult
 from dradiag.diagnosis.rule_ids import SEL_CLASS_MISSING, SEL_NOT_EVALUATED
 from dradiag.snapshot.model import (
     Kind,
     name_of,
     namespace_of,
 )
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 
 def _selection_analysis(walk: ClaimWalk) -> list[Finding] | None:

@@ -24,15 +24,7 @@ from dradiag.diagnosis.context import (
     pod_terminating,
 )
 from dradiag.diagnosis.findings import as_historical, phase_result
-from dradiag.diagnosis.model import (
-    Evidence,
-    EvidenceSource,
-    Finding,
-    Phase,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-)
+from dradiag.diagnosis.model import PhaseResult
 from dradiag.diagnosis.rule_ids import (
     UNPREP_DELETION_STUCK,
     UNPREP_POD_STUCK_TERMINATING,
@@ -48,6 +40,7 @@ from dradiag.snapshot.model import (
     namespace_of,
     uid_of,
 )
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 _OTHER_CLAIM_UID = re.compile(
     r"already allocated to different claim (?P<uid>[0-9a-fA-F-]{8,})", re.I

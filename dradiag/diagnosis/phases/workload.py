@@ -14,21 +14,14 @@ from dradiag.diagnosis.context import (
     pod_started,
 )
 from dradiag.diagnosis.findings import phase_result
-from dradiag.diagnosis.model import (
-    Evidence,
-    EvidenceSource,
-    Finding,
-    Phase,
-    PhaseResult,
-    PhaseStatus,
-    Severity,
-)
+from dradiag.diagnosis.model import PhaseResult
 from dradiag.diagnosis.rule_ids import WORK_CONTAINER_CRASHING
 from dradiag.snapshot.model import (
     Kind,
     name_of,
     namespace_of,
 )
+from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 
 def phase_workload(walk: ClaimWalk, injection: PhaseResult) -> PhaseResult:
