@@ -45,6 +45,8 @@ from dradiag.diagnosis.context import (
     pod_key,
     pod_terminating,
 )
+from dradiag.diagnosis.lifecycle import with_basis
+from dradiag.diagnosis.links import ClaimLinks, claim_links
 from dradiag.diagnosis.model import Diagnosis, PhaseResult, Target
 from dradiag.diagnosis.nodes import diagnose_node, scan_nodes
 from dradiag.diagnosis.phases.allocation import decompose_fit_error, phase_allocation
@@ -123,6 +125,7 @@ def _target(walk: ClaimWalk) -> Target:
         uid=walk.claim_uid or None,
         pods=tuple(pod_key(p) for p in walk.pods),
         synthesized=walk.synthesized,
+        links=walk.links.described(),
     )
 
 
@@ -135,14 +138,22 @@ def walk_claim(
     selection_cache: dict[tuple[str, str], list[Finding]] | None = None,
 ) -> Diagnosis:
     """Diagnose one claim object (real or synthesized) through the seven phases."""
+    synthesized = is_synthesized(claim)
+    links = ClaimLinks() if synthesized else claim_links(snapshot, claim)
+    if pods is not None:
+        linked = {id(p) for p in pods}
+        links.pods = [(p, "the pod's claim entry (template)") for p in pods] + [
+            (p, via) for p, via in links.pods if id(p) not in linked
+        ]
     walk = ClaimWalk(
         snapshot=snapshot,
         claim=claim,
         options=options or WalkOptions(),
-        pods=list(pods) if pods is not None else snapshot.pods_for_claim(claim),
+        pods=links.pod_objects(),
         rulebook=optional_rulebook(),
-        synthesized=is_synthesized(claim),
+        synthesized=synthesized,
         selection_cache=selection_cache,
+        links=links,
     )
     publication = phase_publication(walk)
     selection = phase_selection(walk)
@@ -152,7 +163,9 @@ def walk_claim(
     workload = phase_workload(walk, injection)
     unprepare = phase_unprepare(walk, prepare)
     prepare = _as_symptom(prepare, unprepare)
-    phases = (publication, selection, allocation, prepare, injection, workload, unprepare)
+    phases = with_basis(
+        walk, (publication, selection, allocation, prepare, injection, workload, unprepare)
+    )
     assert tuple(p.phase for p in phases) == PHASE_ORDER
     target = _target(walk)
     return Diagnosis(target=target, verdict=decide_verdict(target, phases), phases=phases)

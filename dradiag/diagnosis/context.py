@@ -20,6 +20,7 @@ from dradiag.analyses.timeline import (
     parse_time,
     reference_now,
 )
+from dradiag.diagnosis.links import ClaimLinks
 from dradiag.diagnosis.resolve import pod_claim_names_for
 from dradiag.diagnosis.rule_ids import NOT_COLLECTED
 from dradiag.snapshot.model import (
@@ -237,6 +238,12 @@ class ClaimWalk:
     _publication_nodes: list[str] | None = None
     selection_cache: dict[tuple[str, str], list[Finding]] | None = None
     """Shared by ``scan``: claims with the same spec in a namespace select alike."""
+    links: ClaimLinks = field(default_factory=ClaimLinks)
+    """How each pod and event was tied to the claim (``diagnosis.links``)."""
+    missing: dict[Phase, list[Kind]] = field(default_factory=dict)
+    """Kinds each phase needed but the snapshot did not collect (its basis detail)."""
+    unknown_reason: dict[Phase, str] = field(default_factory=dict)
+    """Why a phase is unknown when it is not a missing kind (e.g. the claim's status)."""
 
     # identity -------------------------------------------------------------------------
     @property
@@ -249,8 +256,25 @@ class ClaimWalk:
 
     @property
     def allocation(self) -> Mapping[str, Any] | None:
-        alloc = (self.claim.get("status") or {}).get("allocation")
+        status = self.claim.get("status")
+        alloc = status.get("allocation") if isinstance(status, Mapping) else None
         return alloc if isinstance(alloc, Mapping) and alloc else None
+
+    @property
+    def status_known(self) -> bool:
+        """False when the claim came without a ``status`` (a manifest, or pasted spec).
+
+        The API server always serves ``status`` (``{}`` while unallocated), so its
+        absence says nothing about the allocation: it is unknown, not missing.
+        """
+        return self.synthesized or isinstance(self.claim.get("status"), Mapping)
+
+    def allocation_proof(self) -> str:
+        """Evidence that the claim is (or was) allocated, "" when there is none."""
+        from dradiag.diagnosis.lifecycle import crossings
+
+        proof = crossings(self).get(Phase.ALLOCATION)
+        return proof.ref if proof is not None else ""
 
     @property
     def now(self) -> datetime | None:
@@ -286,6 +310,9 @@ class ClaimWalk:
         for pod in self.pods:
             if node := (pod.get("spec") or {}).get("nodeName"):
                 nodes.add(str(node))
+        if not nodes:
+            # An event naming the claim says which kubelet reported it.
+            nodes |= {link.node for link in self.links.mentioned_by if link.node}
         return sorted(nodes)
 
     def publication_nodes(self) -> list[str]:
@@ -338,6 +365,12 @@ class ClaimWalk:
         if self.rulebook is not None and match_events is not None:
             sources: list[tuple[K8sObject | None, list[K8sObject]]] = [(None, self.claim_events())]
             sources += [(p, self.pod_events(p)) for p in self.pods]
+            seen = {id(e) for _p, evs in sources for e in evs}
+            sources += [
+                (link.pod, [link.event])
+                for link in self.links.mentioned_by
+                if id(link.event) not in seen
+            ]
             for pod, events in sources:
                 for ev in events:
                     for hit in match_events(self.rulebook, [ev]):
@@ -403,6 +436,9 @@ class ClaimWalk:
                             excerpt=f"{err.reason}{status}",
                         )
                     )
+        self.missing.setdefault(phase, []).extend(
+            k for k in kinds if k not in self.missing.get(phase, [])
+        )
         names = ", ".join(k.value for k in kinds)
         return Finding(
             rule=NOT_COLLECTED[phase],

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from dradiag.vocabulary import Finding, Phase, PhaseStatus
+from dradiag.vocabulary import Basis, Finding, Phase, PhaseStatus
 
 
 class VerdictStatus(StrEnum):
@@ -30,6 +30,10 @@ class PhaseResult:
     status: PhaseStatus
     findings: tuple[Finding, ...] = ()
     summary: str = ""
+    basis: Basis = Basis.CHECKED
+    """What the status rests on: the boundary's own objects, later evidence, or nothing."""
+    basis_detail: str = ""
+    """For ``inferred``: which later evidence; for ``unknown``: what is missing."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,6 +48,10 @@ class Target:
     pods: tuple[str, ...] = ()
     synthesized: bool = False
     """True when the claim does not exist yet and was built from its template."""
+    links: tuple[tuple[str, str], ...] = ()
+    """(object, how it was tied to the claim) for every pod and piece of evidence the
+    walk joined to the target, strongest link first (e.g. ("Pod ns/p",
+    "pod.spec.resourceClaims")), so a reader can see why a pod or event counts."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -103,6 +103,7 @@ def _finding(f: Finding) -> dict[str, Any]:
 
 def _phase(p: PhaseResult) -> dict[str, Any]:
     out: dict[str, Any] = {"id": p.phase.value, "status": p.status.value}
+    out["basis"] = {"kind": p.basis.value, "detail": p.basis_detail}
     if p.summary:
         out["summary"] = p.summary
     out["findings"] = [_finding(f) for f in p.findings]
@@ -122,6 +123,8 @@ def diagnosis_document(
     target_block["pods"] = list(target.pods)
     if target.synthesized:
         target_block["synthesized"] = True
+    if target.links:
+        target_block["links"] = [{"object": obj, "via": via} for obj, via in target.links]
     verdict = diagnosis.verdict
     return {
         "schemaVersion": DIAGNOSIS_SCHEMA_VERSION,

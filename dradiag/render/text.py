@@ -122,6 +122,13 @@ def _draw_diagnosis(console: Console, doc: Mapping[str, Any]) -> None:
     console.print(info)
     if target.get("pods"):
         console.print(Text(f"  pods: {', '.join(target['pods'])}"))
+    links = [
+        f"{link.get('object')} via {link.get('via')}"
+        for link in target.get("links") or ()
+        if isinstance(link, Mapping)
+    ]
+    if links:
+        console.print(Text(f"  tied by: {'; '.join(links)}", style="dim"))
     source = doc.get("source") or {}
     src = f"  source: {source.get('kind')}"
     if source.get("location"):
@@ -142,6 +149,11 @@ def _draw_diagnosis(console: Console, doc: Mapping[str, Any]) -> None:
         row.append(f" {status:<12}", style=mstyle)
         if phase.get("summary"):
             row.append(f" {phase['summary']}", style="dim")
+        basis = phase.get("basis") or {}
+        if basis.get("kind") == "inferred":
+            row.append(f"  (inferred: {basis.get('detail') or 'from later evidence'})", style="dim")
+        elif basis.get("kind") == "unknown" and status != "unknown" and basis.get("detail"):
+            row.append(f"  (unknown: {basis['detail']})", style="dim")
         console.print(row)
         for finding in phase.get("findings") or ():
             _draw_finding(console, finding)

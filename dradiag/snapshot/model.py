@@ -14,6 +14,7 @@ serve), or was not read (``unknown``, with the reason). Analyses use that to ans
 from __future__ import annotations
 
 import gc
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -121,9 +122,10 @@ class DeferredObjects(Protocol):
 
     def __len__(self) -> int: ...
 
-    def candidates(self, value: str) -> list[int] | None:
+    def candidates(self, value: str, *, within: bool = False) -> list[int] | None:
         """Ascending indexes of the items that may hold the string ``value`` anywhere:
-        every item that does is among them. None when this store cannot narrow it."""
+        every item that does is among them. None when this store cannot narrow it.
+        ``within``: also where ``value`` is only part of a longer string (a message)."""
         ...
 
     def field_values(self, path: Sequence[str]) -> list[Any] | None:
@@ -256,6 +258,7 @@ class _Indexes:
         "slices_by_pool",
         "events_by_object",
         "events_by_uid",
+        "events_by_mention",
         "logs_by_pod",
         "built",
     )
@@ -277,6 +280,7 @@ class _Indexes:
     slices_by_pool: dict[tuple[str, str], list[K8sObject]]
     events_by_object: dict[tuple[str, str, str], list[K8sObject]]
     events_by_uid: dict[str, list[K8sObject]]
+    events_by_mention: dict[str, list[K8sObject]]
     logs_by_pod: dict[tuple[str, str], list[ContainerLog]]
 
     def __init__(self) -> None:
@@ -291,6 +295,7 @@ _GROUP_KINDS: dict[str, tuple[Kind, ...]] = {
     "cluster": (Kind.DEVICE_CLASS, Kind.NODE),
     "slices": (Kind.RESOURCE_SLICE,),
     "events": (Kind.EVENT,),
+    "mentions": (Kind.EVENT,),
     "logs": (),
 }
 """The kinds each index group is built from."""
@@ -467,7 +472,7 @@ class Snapshot:
             self.raw[(kind.value, namespace_of(obj), name_of(obj))] = obj
         return out
 
-    def _candidates(self, kind: Kind, value: str) -> Sequence[K8sObject]:
+    def _candidates(self, kind: Kind, value: str, *, within: bool = False) -> Sequence[K8sObject]:
         """The kind's objects that may hold the string ``value`` (a superset), in order."""
         pending = self._deferred.get(kind)
         if not pending:
@@ -476,7 +481,7 @@ class Snapshot:
         out: list[K8sObject] = []
         at = 0
         for p in pending:
-            indexes = p.store.candidates(value)
+            indexes = p.store.candidates(value, within=within)
             if indexes is None:
                 return self._all(kind)
             out += given[at : p.position]
@@ -594,6 +599,16 @@ class Snapshot:
                 by_uid[uid].append(ev)
         ix.events_by_object = by_object
         ix.events_by_uid = by_uid
+
+    def _build_mentions(self, ix: _Indexes, of: ObjectsOf) -> None:
+        by_token: dict[str, list[K8sObject]] = defaultdict(list)
+        for ev in of(Kind.EVENT):
+            message = ev.get("message")
+            if not isinstance(message, str):
+                continue
+            for token in dict.fromkeys(mentioned_names(message)):
+                by_token[token].append(ev)
+        ix.events_by_mention = by_token
 
     def _build_logs(self, ix: _Indexes, of: ObjectsOf) -> None:
         ix.logs_by_pod = defaultdict(list)
@@ -758,6 +773,31 @@ class Snapshot:
             ]
         return sorted(found, key=event_time)
 
+    def events_mentioning(self, name: str) -> list[K8sObject]:
+        """Events whose message names ``name`` (a UID, ``ns/name`` or a quoted or
+        claim-labelled name; see :func:`mentioned_names`), oldest first.
+
+        The kubelet's prepare errors and the scheduler's messages name a claim in the
+        text of an event about its pod; the claim is tied to them by this. Deferred
+        events are narrowed by a substring search, so a ``claim`` run decodes only the
+        events that can hold the name.
+        """
+        if not name:
+            return []
+        if Kind.EVENT in self._deferred and "mentions" not in self._ix.built:
+            key = ("mentions", name)
+            ix = self._scoped.get(key)
+            if ix is None:
+                chosen = self._candidates(Kind.EVENT, name.rsplit("/", 1)[-1], within=True)
+                if Kind.EVENT not in self._deferred:
+                    ix = self._need("mentions")
+                else:
+                    ix = self._scoped[key] = _Indexes()
+                    self._build_mentions(ix, lambda _kind: chosen)
+        else:
+            ix = self._need("mentions")
+        return sorted(ix.events_by_mention.get(name, ()), key=event_time)
+
     def claims_reserving_device(self, driver: str, pool: str, device: str) -> list[K8sObject]:
         """Claims whose allocation includes the device (any request, adminAccess included)."""
         by_device = self._index("devices", pool).claims_by_device
@@ -812,6 +852,28 @@ class Snapshot:
     def partial(self) -> bool:
         """True when a read failed or a kind was not collected."""
         return bool(self.errors)
+
+
+_MENTION = re.compile(
+    r"(?P<uid>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+    r"|(?P<key>\b[a-z0-9][a-z0-9-]{0,62}/[a-z0-9][a-z0-9.-]{0,252}[a-z0-9]\b)"
+    r"|(?:[Cc]laims?|ResourceClaim)[\s:=]+[\"'`]?(?P<labelled>[a-z0-9][a-z0-9.-]*[a-z0-9])"
+    r"|[\"'`](?P<quoted>[a-z0-9][a-z0-9.-]*[a-z0-9])[\"'`]"
+)
+"""What a message can name an object by: a UID, ``ns/name``, a name after "claim", or a
+quoted name. The kubelet writes ``claim ns/name`` or the UID; the scheduler quotes names."""
+
+
+def mentioned_names(text: str) -> Iterator[str]:
+    """Every UID, ``ns/name`` and labelled or quoted name ``text`` mentions."""
+    for m in _MENTION.finditer(text):
+        for group in ("uid", "key", "labelled", "quoted"):
+            value = m.group(group)
+            if value:
+                yield value
+                if group == "key":
+                    yield value.rsplit("/", 1)[1]
+                break
 
 
 def event_time(event: K8sObject) -> str:

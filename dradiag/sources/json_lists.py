@@ -175,14 +175,16 @@ class DeferredJsonItems:
             self._file = None
         return self._layout
 
-    def candidates(self, value: str) -> list[int] | None:
-        if not _PLAIN.match(value) or _SCALAR_SPELLING.match(value):
+    def candidates(self, value: str, *, within: bool = False) -> list[int] | None:
+        if not _PLAIN.match(value) or (_SCALAR_SPELLING.match(value) and not within):
             return None
         if self._inherit and value in ("apiVersion", "kind", *self._list):
             return None  # items given the list's kind hold these without their text showing
         if self._spells_plain_escapes():
             return None
-        needle = b'"' + value.encode("ascii") + b'"'
+        # A whole string value is quoted in the text; a value named inside a longer
+        # string (an event message naming a claim) is found as a bare substring.
+        needle = value.encode("ascii") if within else b'"' + value.encode("ascii") + b'"'
         limit = max(_FEW, len(self._spans) // 8)
         found = self._find(needle, limit)
         if found is False:  # an item is not where the file's layout says: use a copy

@@ -16,7 +16,7 @@ from dradiag.diagnosis.build import (
 from dradiag.diagnosis.model import VerdictStatus
 from dradiag.errors import UsageError
 from dradiag.snapshot.model import CollectionError, ContainerLog, Kind
-from dradiag.vocabulary import Phase, PhaseStatus, Severity
+from dradiag.vocabulary import Basis, Phase, PhaseStatus, Severity
 
 
 def statuses(diagnosis):
@@ -173,12 +173,28 @@ def test_unknown_never_hides_an_earlier_break(k8s):
     assert d.verdict.rule == "DRA-ALLOC-NOT-RESERVED"
 
 
-def test_slices_not_collected_make_publication_unknown(k8s):
+def test_slices_not_collected_are_inferred_from_the_allocation(k8s):
+    # An allocated claim proves publication happened: slices that were not collected do
+    # not make the healthy claim inconclusive (DESIGN §2, basis `inferred`).
     snap = k8s.snapshot(**k8s.healthy_objects(), unknown=(Kind.RESOURCE_SLICE,))
     d = diagnose_claim(snap, "ml", "train-gpu")
-    assert statuses(d)[Phase.PUBLICATION] is PhaseStatus.UNKNOWN
-    assert d.verdict.status is VerdictStatus.INCONCLUSIVE
-    assert d.verdict.rule == "DRA-PUB-NOT-COLLECTED"
+    pub = next(p for p in d.phases if p.phase is Phase.PUBLICATION)
+    assert pub.status is PhaseStatus.OK
+    assert pub.basis is Basis.INFERRED
+    assert ".status.allocation" in pub.basis_detail and "ResourceSlice" in pub.basis_detail
+    assert d.verdict.status is VerdictStatus.OK
+
+
+def test_slices_not_collected_leave_a_pending_claim_unknown(k8s):
+    objs = k8s.healthy_objects()
+    objs["claims"] = [k8s.claim()]
+    objs["pods"][0] = k8s.pod(node=None, state="pending")
+    snap = k8s.snapshot(**objs, unknown=(Kind.RESOURCE_SLICE,))
+    d = diagnose_claim(snap, "ml", "train-gpu")
+    pub = next(p for p in d.phases if p.phase is Phase.PUBLICATION)
+    assert pub.status is PhaseStatus.UNKNOWN
+    assert pub.basis is Basis.UNKNOWN and "ResourceSlice" in pub.basis_detail
+    assert d.verdict.status is not VerdictStatus.OK
 
 
 def test_node_without_slices_breaks_publication_and_names_plugin_state(k8s):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 
 from dradiag.diagnosis.context import ClaimWalk, claim_devices, class_names
 from dradiag.diagnosis.findings import as_historical, phase_result
@@ -13,7 +14,15 @@ from dradiag.snapshot.model import (
     name_of,
     namespace_of,
 )
-from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
+from dradiag.vocabulary import (
+    Basis,
+    Evidence,
+    EvidenceSource,
+    Finding,
+    Phase,
+    PhaseStatus,
+    Severity,
+)
 
 
 def _selection_analysis(walk: ClaimWalk) -> list[Finding] | None:
@@ -55,8 +64,12 @@ def phase_selection(walk: ClaimWalk) -> PhaseResult:
         hits = [
             as_historical(h.finding, "the claim is now allocated") for h in walk.hits_for(phase)
         ]
-        return phase_result(
-            walk.rulebook, phase, hits, PhaseStatus.OK, f"selected {devices}" if devices else ""
+        return replace(
+            phase_result(
+                walk.rulebook, phase, hits, PhaseStatus.OK, f"selected {devices}" if devices else ""
+            ),
+            basis=Basis.INFERRED,
+            basis_detail=f"ResourceClaim {walk.claim_key} .status.allocation",
         )
     classes = class_names(walk.claim)
     missing_kinds = [k for k in (Kind.DEVICE_CLASS, Kind.RESOURCE_SLICE) if not walk.collected(k)]
