@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dradiag.analyses.error_chain import clip_middle
 from dradiag.rulebook.patterns import Pattern, clean_captures, first_match
 from dradiag.snapshot.model import K8sObject, Snapshot, event_time, name_of, namespace_of
 from dradiag.vocabulary import PHASE_ORDER, Evidence, EvidenceSource, Finding
@@ -104,8 +105,8 @@ class RuleHit:
 
 
 def _clip(text: str, limit: int = EXCERPT_LIMIT) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    # The end of an error chain is its innermost cause: clip the middle, never the end.
+    return clip_middle(text, limit)
 
 
 def _resolve_overlaps(rules: Sequence[Rule]) -> list[Rule]:

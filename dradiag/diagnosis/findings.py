@@ -4,11 +4,13 @@ and the PhaseResult a phase returns (``phase_result``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from dradiag.analyses import plugin_health as ph
+from dradiag.analyses.error_chain import clip_middle, innermost_error
 from dradiag.analyses.timeline import (
     event_count,
     event_first_time,
@@ -78,7 +80,8 @@ def event_evidence(event: K8sObject) -> Evidence:
         times = f" (x{count})"
     excerpt = (
         f"{event.get('type') or 'Normal'} {event.get('reason') or ''}{times} "
-        f"{io.get('kind') or ''}/{io.get('name') or ''}: {str(event.get('message') or '')[:600]}"
+        f"{io.get('kind') or ''}/{io.get('name') or ''}: "
+        f"{clip_middle(str(event.get('message') or ''), 600)}"
     )
     return Evidence(source=EvidenceSource.EVENT, ref=ref, excerpt=excerpt)
 
@@ -112,7 +115,7 @@ def phase_result(
             merged[key] = replace(kept, evidence=kept.evidence + extra)
         else:
             merged[key] = f
-    deduped = list(merged.values())
+    deduped = [_with_cause(f, phase, rulebook) for f in merged.values()]
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
     # A finding whose rule another finding here supersedes (rules/*.yaml `supersedes`)
     # describes what that one explains: it never decides the verdict ahead of it.
@@ -148,6 +151,42 @@ UMBRELLA_RULES: frozenset[str] = frozenset(
 """Rules that name a symptom many causes share ("no slices", "cannot allocate all claims",
 "Prepare failed"). Within a phase a more specific finding, a log line or a computed
 explanation, decides the verdict ahead of them."""
+
+
+_REPEAT_NOTE = re.compile(r"\s*\((?:x\d+|\d+ matching lines)[^)]*\)\s*$")
+"""The count an excerpt ends with ("(x12, last …)"), not part of the quoted error."""
+
+_CHAINED_PHASES = frozenset({Phase.PREPARE, Phase.INJECTION, Phase.UNPREPARE})
+"""Phases whose umbrella evidence is a kubelet/plugin/runtime error chain."""
+
+
+def _with_cause(finding: Finding, phase: Phase, rulebook: Any | None) -> Finding:
+    """An umbrella finding of a wrapped error, titled with the chain's innermost cause.
+
+    "The kubelet could not prepare the claim's devices" is true of every Prepare failure;
+    the last link of the quoted error (a config field, a MIG profile, a driver name, a
+    permission) is what the reader acts on, so it goes into the title.
+    """
+    if (
+        phase not in _CHAINED_PHASES
+        or finding.severity is not Severity.ERROR
+        or _specificity(finding, rulebook) < 2
+    ):
+        return finding
+    quoted = next(
+        (
+            e.excerpt
+            for e in finding.evidence
+            if e.source in (EvidenceSource.EVENT, EvidenceSource.LOG)
+        ),
+        "",
+    )
+    message = quoted.split(": ", 1)[1] if quoted.startswith(("Warning ", "Normal ")) else quoted
+    message = _REPEAT_NOTE.sub("", message)
+    cause = innermost_error(message)
+    if not cause or cause in finding.title or len(cause) >= len(message.strip()) > 200:
+        return finding
+    return replace(finding, title=f"{finding.title}: {clip_middle(cause, 200)}")
 
 
 def _specificity(finding: Finding, rulebook: Any | None) -> int:

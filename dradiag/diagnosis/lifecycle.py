@@ -132,7 +132,7 @@ def with_basis(walk: ClaimWalk, phases: Sequence[PhaseResult]) -> tuple[PhaseRes
                 if any(f.severity is Severity.WARNING for f in kept)
                 else PhaseStatus.OK
             )
-            detail = proof.ref + (f" ({missing_text} not collected)" if missing_text else "")
+            detail = proof.ref + (f"; {missing_text} not collected" if missing_text else "")
             out.append(
                 replace(
                     result,

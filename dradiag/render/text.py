@@ -23,6 +23,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from dradiag.analyses.error_chain import clip_middle
+
 MARKS: Mapping[str, tuple[str, str]] = {
     "ok": ("✓", "green"),
     "broken": ("✗", "bold red"),
@@ -62,8 +64,8 @@ def _finish(buffer: io.StringIO) -> str:
 
 
 def _clip(text: str, limit: int = EXCERPT_CHARS) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    # Quoted evidence keeps its end, where an error chain's innermost cause is.
+    return clip_middle(" ".join(str(text).split()), limit)
 
 
 def _target_label(target: Mapping[str, Any]) -> str:
@@ -151,7 +153,7 @@ def _draw_diagnosis(console: Console, doc: Mapping[str, Any]) -> None:
             row.append(f" {phase['summary']}", style="dim")
         basis = phase.get("basis") or {}
         if basis.get("kind") == "inferred":
-            row.append(f"  (inferred: {basis.get('detail') or 'from later evidence'})", style="dim")
+            row.append(f"  (inferred from {basis.get('detail') or 'later evidence'})", style="dim")
         elif basis.get("kind") == "unknown" and status != "unknown" and basis.get("detail"):
             row.append(f"  (unknown: {basis['detail']})", style="dim")
         console.print(row)

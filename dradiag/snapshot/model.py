@@ -857,7 +857,8 @@ class Snapshot:
 _MENTION = re.compile(
     r"(?P<uid>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
     r"|(?P<key>\b[a-z0-9][a-z0-9-]{0,62}/[a-z0-9][a-z0-9.-]{0,252}[a-z0-9]\b)"
-    r"|(?:[Cc]laims?|ResourceClaim)[\s:=]+[\"'`]?(?P<labelled>[a-z0-9][a-z0-9.-]*[a-z0-9])"
+    r"|(?:[Cc]laims?|ResourceClaim)[\s:=]+[\"'`]?"
+    r"(?P<labelled>[a-z0-9][a-z0-9.-]*[a-z0-9](?:/[a-z0-9][a-z0-9.-]*[a-z0-9])?)"
     r"|[\"'`](?P<quoted>[a-z0-9][a-z0-9.-]*[a-z0-9])[\"'`]"
 )
 """What a message can name an object by: a UID, ``ns/name``, a name after "claim", or a
@@ -871,7 +872,7 @@ def mentioned_names(text: str) -> Iterator[str]:
             value = m.group(group)
             if value:
                 yield value
-                if group == "key":
+                if "/" in value:
                     yield value.rsplit("/", 1)[1]
                 break
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from dradiag.analyses import wiring
@@ -40,7 +41,15 @@ from dradiag.snapshot.model import (
     namespace_of,
     uid_of,
 )
-from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
+from dradiag.vocabulary import (
+    Basis,
+    Evidence,
+    EvidenceSource,
+    Finding,
+    Phase,
+    PhaseStatus,
+    Severity,
+)
 
 _NODES_AVAILABLE = re.compile(r"0/(?P<total>\d+) nodes are available:(?P<rest>.*)", re.S)
 
@@ -169,6 +178,24 @@ def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> P
         return phase_result(
             walk.rulebook, phase, not_created_findings(walk), PhaseStatus.NOT_REACHED
         )
+    if not walk.status_known:
+        # The claim came without its status (a manifest, a pasted spec): its allocation is
+        # unknown, not absent. Later evidence may prove it; the scheduler's evidence on a
+        # pending pod still decides below.
+        walk.unknown_reason[phase] = (
+            f"ResourceClaim {walk.claim_key} was given without .status, so its allocation "
+            "is not known"
+        )
+        proof = walk.allocation_proof()
+        if proof:
+            findings += [
+                as_historical(h.finding, "later evidence shows it allocated") for h in hits
+            ]
+            return replace(
+                phase_result(walk.rulebook, phase, findings, PhaseStatus.OK, "allocated"),
+                basis=Basis.INFERRED,
+                basis_detail=proof + "; the claim's .status was not given",
+            )
     if not walk.pods:
         if not walk.collected(Kind.POD):
             return phase_result(
@@ -195,7 +222,7 @@ def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> P
         return phase_result(
             walk.rulebook, phase, findings, PhaseStatus.NOT_REACHED, "no consumer pod"
         )
-    for pod in walk.bound_pods():
+    for pod in walk.bound_pods() if walk.status_known else ():
         if pod_done(pod):
             continue
         node = (pod.get("spec") or {}).get("nodeName")
@@ -332,6 +359,8 @@ def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> P
             walk.rulebook, phase, findings, PhaseStatus.NOT_REACHED, "waiting for the scheduler"
         )
     base = PhaseStatus.NOT_REACHED if not pending else PhaseStatus.WARN
+    if not walk.status_known:
+        base = PhaseStatus.UNKNOWN
     return phase_result(walk.rulebook, phase, findings, base)
 
 

@@ -49,7 +49,9 @@ def _cdi_ids(walk: ClaimWalk) -> list[str]:
 def phase_injection(walk: ClaimWalk, prepare: PhaseResult) -> PhaseResult:
     """The runtime created the containers with the claim's CDI devices."""
     phase = Phase.INJECTION
-    if walk.allocation is not None and not walk.collected(Kind.POD):
+    if prepare.status is PhaseStatus.BROKEN:
+        return phase_result(walk.rulebook, phase, [], PhaseStatus.NOT_REACHED)
+    if (walk.allocation is not None or walk.allocation_proof()) and not walk.collected(Kind.POD):
         return phase_result(
             walk.rulebook,
             phase,

@@ -40,8 +40,16 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
     """The kubelet prepared the claim on each pod's node, or why it did not."""
     phase = Phase.PREPARE
     bound = [p for p in walk.bound_pods() if not pod_terminating(p)]
-    if walk.allocation is None or not bound:
-        if walk.allocation is not None and not walk.collected(Kind.POD):
+    allocated = walk.allocation is not None or (
+        not walk.status_known and bool(walk.allocation_proof())
+    )
+    # Evidence naming the claim about a pod the input does not hold (one kubelet event
+    # pasted with the claim): the kubelet's word on Prepare still decides this phase.
+    podless = [h for h in walk.hits_for(phase) if h.pod is None]
+    if not bound and podless and (allocated or not walk.status_known):
+        return phase_result(walk.rulebook, phase, [h.finding for h in podless], PhaseStatus.OK)
+    if not allocated or not bound:
+        if allocated and not walk.collected(Kind.POD):
             return phase_result(
                 walk.rulebook,
                 phase,

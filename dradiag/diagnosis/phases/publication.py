@@ -170,19 +170,17 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
     """Slices exist for the driver on the claim's nodes; pools valid; plugin healthy."""
     phase = Phase.PUBLICATION
     snap = walk.snapshot
-    if not walk.collected(Kind.RESOURCE_SLICE):
-        return phase_result(
-            walk.rulebook,
-            phase,
-            [walk.not_collected(phase, [Kind.RESOURCE_SLICE], "Publication is read from slices")],
-            PhaseStatus.UNKNOWN,
-        )
+    slices_collected = walk.collected(Kind.RESOURCE_SLICE)
     findings: list[Finding] = []
     drivers = walk.drivers()
     nodes = walk.publication_nodes()
     claim_nodes = walk.nodes()
-    claim_pending = walk.allocation is None
-    for driver in drivers:
+    # An allocation (or later evidence of one) proves the claim's devices were published
+    # when it was allocated: slices missing *now* are a finding about the driver for the
+    # later phases, never a publication break of this claim (DESIGN §2).
+    proven = walk.allocation is not None or bool(walk.allocation_proof())
+    claim_pending = not proven
+    for driver in drivers if slices_collected else ():
         if not snap.slices_for(driver=driver):
             plugin_note = ""
             if snap.is_collected(Kind.POD) and not any(ph.is_plugin_pod(p) for p in snap.pods):
@@ -191,10 +189,17 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
                 Finding(
                     rule=PUB_DRIVER_NO_SLICES,
                     phase=phase,
-                    severity=Severity.ERROR,
-                    title=f"driver {driver} publishes no ResourceSlices",
+                    severity=Severity.WARNING if proven else Severity.ERROR,
+                    title=f"driver {driver} publishes no ResourceSlices"
+                    + (" now" if proven else ""),
                     detail=f"No ResourceSlice in the cluster has spec.driver={driver}: no node "
-                    f"offers a device of this driver, so no claim for it can be allocated."
+                    + (
+                        "offers a device of this driver now. The claim was allocated, so its "
+                        "devices were published then; the driver has since stopped publishing, "
+                        "which breaks Prepare of claims not yet prepared on its nodes."
+                        if proven
+                        else "offers a device of this driver, so no claim for it can be allocated."
+                    )
                     + plugin_note,
                     evidence=(
                         Evidence(
@@ -223,12 +228,12 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
             )
         health = walk.plugin(node)
         blocking = not walk.prepared_on(node)
-        if not node_slices and all(snap.slices_for(driver=d) for d in drivers):
+        if slices_collected and not node_slices and all(snap.slices_for(driver=d) for d in drivers):
             findings.append(
                 Finding(
                     rule=PUB_NODE_NO_SLICES,
                     phase=phase,
-                    severity=Severity.ERROR if blocking else Severity.WARNING,
+                    severity=Severity.ERROR if blocking and not proven else Severity.WARNING,
                     title="the claim's node has no slices of the driver",
                     detail=f"Node {node} publishes no ResourceSlice of {', '.join(drivers)}: the "
                     "driver is not running or not registered there (the kubelet wipes a "
@@ -255,7 +260,9 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
         matched = {h.finding.rule for h in plugin_hits}
         findings += [
             f
-            for f in ph.plugin_findings(health, blocking=blocking, has_slices=bool(node_slices))
+            for f in ph.plugin_findings(
+                health, blocking=blocking, has_slices=bool(node_slices) or not slices_collected
+            )
             if f.rule not in matched
         ]
         for hit in plugin_hits:
@@ -270,13 +277,18 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
                 findings.append(replace(hit.finding, severity=Severity.WARNING))
             else:
                 findings.append(hit.finding)
-    if claim_nodes:
+    if claim_nodes and slices_collected:
         findings += pool_findings(snap, sorted(pools), blocking=claim_pending)
-    elif claim_pending:
+    elif claim_pending and slices_collected:
         findings += candidate_pool_findings(snap, drivers)
     plugin_pods = {id(walk.plugin(n).pod) for n in nodes if walk.plugin(n).pod is not None}
     findings += [
         h.finding for h in walk.hits_for(phase) if h.pod is None or id(h.pod) not in plugin_pods
     ]
     summary = f"{', '.join(drivers)} on {', '.join(nodes)}" if nodes else f"{', '.join(drivers)}"
+    if not slices_collected and not any(f.severity is Severity.ERROR for f in findings):
+        findings.append(
+            walk.not_collected(phase, [Kind.RESOURCE_SLICE], "Publication is read from slices")
+        )
+        return phase_result(walk.rulebook, phase, findings, PhaseStatus.UNKNOWN, summary)
     return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)
