@@ -106,3 +106,8 @@ class Finding:
     identifiers: tuple[tuple[str, str], ...] = ()
     """(layer, value) pairs quoted by the finding, e.g. ("claim UID", "..."),
     ("slice device name", "gpu-0"), ("MIG UUID", "MIG-..."), ("PCI bus ID", "...")."""
+    cause: str = ""
+    """The specific cause in one phrase, where the code or the evidence names one (the CEL
+    clause nobody satisfies with the values published, the taint, the constraint
+    attribute, the innermost error of a wrapped message). The title is the rule's, shared
+    by every instance; the cause is this one's, and the verdict sentence quotes it."""

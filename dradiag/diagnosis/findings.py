@@ -184,9 +184,11 @@ def _with_cause(finding: Finding, phase: Phase, rulebook: Any | None) -> Finding
     message = quoted.split(": ", 1)[1] if quoted.startswith(("Warning ", "Normal ")) else quoted
     message = _REPEAT_NOTE.sub("", message)
     cause = innermost_error(message)
-    if not cause or cause in finding.title or len(cause) >= len(message.strip()) > 200:
+    if finding.cause or not cause or cause in finding.title:
         return finding
-    return replace(finding, title=f"{finding.title}: {clip_middle(cause, 200)}")
+    if len(cause) >= len(message.strip()) > 200:
+        return finding  # no chain to take apart: the detail quotes the message
+    return replace(finding, cause=clip_middle(cause, 200))
 
 
 def _specificity(finding: Finding, rulebook: Any | None) -> int:

@@ -88,6 +88,8 @@ def decide_verdict(target: Target, phases: Sequence[PhaseResult]) -> Verdict:
         ]
         caveat = f" ({', '.join(earlier_unknown)} could not be checked)" if earlier_unknown else ""
         title = deciding.title if deciding else "broken"
+        if deciding is not None and deciding.cause and deciding.cause not in title:
+            title = f"{title}: {deciding.cause}"
         return Verdict(
             status=VerdictStatus.BROKEN,
             phase=first.phase,

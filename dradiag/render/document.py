@@ -96,6 +96,8 @@ def _finding(f: Finding) -> dict[str, Any]:
         "evidence": [_evidence(e) for e in f.evidence],
         "next": list(f.next),
     }
+    if f.cause:
+        out["cause"] = f.cause
     if f.identifiers:
         out["identifiers"] = [{"layer": layer, "value": value} for layer, value in f.identifiers]
     return out

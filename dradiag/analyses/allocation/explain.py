@@ -15,6 +15,7 @@ requests compete for the same devices or counters; that is reported as such).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -896,9 +897,18 @@ class ClusterExplanation:
                     evidence=evidence,
                     next=_NEXT.get(self.binding_rule, ()),
                     identifiers=tuple(("claim", h) for h in holders[:10]),
+                    cause=_cause_of(self.summary),
                 )
             )
         return findings
+
+
+_NODE_COUNT = re.compile(r"^on \d+ of \d+ nodes?:?\s*")
+
+
+def _cause_of(summary: Sequence[str]) -> str:
+    """The binding stage's first reason without its node tally ("on 1 of 1 nodes: …")."""
+    return _NODE_COUNT.sub("", summary[0]).strip() if summary else ""
 
 
 def _node_key(sim: Simulation) -> tuple[str, str]:

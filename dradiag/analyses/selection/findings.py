@@ -159,6 +159,7 @@ def _finding(rule: str, detail: str, *, title: str | None = None, **kw: Any) -> 
         next=tuple(kw.pop("next", info.next)),
         evidence=tuple(kw.pop("evidence", ())),
         identifiers=tuple(kw.pop("identifiers", ())),
+        cause=str(kw.pop("cause", "")),
     )
 
 
@@ -223,14 +224,16 @@ def selection_problems(result: ClaimSelection) -> list[SelectionProblem]:
 
 def _near_miss_problems(
     alt: RequestSelection, result: ClaimSelection
-) -> tuple[list[SelectionProblem], list[Evidence]]:
-    """Hints as problems of their own, and the closest devices as evidence for NO-MATCH."""
+) -> tuple[list[SelectionProblem], list[Evidence], str]:
+    """Hints as problems of their own, the closest devices as evidence for NO-MATCH, and
+    the cause in a phrase: the first hint, else the clause the closest device fails with
+    the value it has."""
     if result.inventory is None or alt.status not in (
         RequestStatus.NO_MATCH,
         RequestStatus.ERROR,
         RequestStatus.COUNT_INFEASIBLE,
     ):
-        return [], []
+        return [], [], ""
     from dradiag.analyses.near_miss import explain_request
 
     report = explain_request(result.inventory, alt)
@@ -260,7 +263,15 @@ def _near_miss_problems(
                 excerpt="; ".join(parts),
             )
         )
-    return problems, evidence
+    cause = report.hints[0].message if report.hints else ""
+    if not cause and report.closest and report.closest[0].failed:
+        failure = report.closest[0].failed[0]
+        has = ", ".join(f"{k} = {v}" for k, v in failure.actual)
+        verb = f"fails ({failure.message})" if failure.outcome == "error" else "is false"
+        cause = f"{failure.clause} {verb} on every device" + (
+            f" (the closest, {report.closest[0].device}, has {has})" if has else ""
+        )
+    return problems, evidence, cause
 
 
 def _alternative_problems(
@@ -268,7 +279,7 @@ def _alternative_problems(
 ) -> list[SelectionProblem]:
     out: list[SelectionProblem] = []
     where: dict[str, Any] = {"request": alt.request, "subrequest": alt.subrequest}
-    hint_problems, near_evidence = _near_miss_problems(alt, result)
+    hint_problems, near_evidence, near_cause = _near_miss_problems(alt, result)
     if alt.status is RequestStatus.INVALID:
         out.append(
             SelectionProblem(
@@ -336,6 +347,7 @@ def _alternative_problems(
                             for e in sel.errors[:5]
                         ),
                         identifiers=(("slice device", first.device),),
+                        cause=f"{first.message} (on device {first.device})",
                     ),
                     origin=sel.origin,
                     selector_index=sel.index,
@@ -363,7 +375,9 @@ def _alternative_problems(
             detail += "; " + _tally_text(alt.request_stage, "request selectors")
         out.append(
             SelectionProblem(
-                finding=_finding("DRA-SEL-NO-MATCH", detail, evidence=near_evidence),
+                finding=_finding(
+                    "DRA-SEL-NO-MATCH", detail, evidence=near_evidence, cause=near_cause
+                ),
                 origin=failing.origin if failing else None,
                 selector_index=failing.index if failing else None,
                 **where,
