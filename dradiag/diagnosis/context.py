@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -407,7 +407,59 @@ class ClaimWalk:
                                 log_container=log.container,
                             )
                         )
+        if self.rulebook is not None and match_events is not None and match_logs is not None:
+            out += self._component_hits(match_events, match_logs)
         self._hits = out
+        return out
+
+    def _component_hits(
+        self, match_events: Callable[..., Any], match_logs: Callable[..., Any]
+    ) -> list[RuleHit]:
+        """Rule hits in component logs given without a pod (``kubelet.log`` …).
+
+        A line counts for this claim when it names it (UID, ``ns/name``, or the name
+        labelled as a claim); a line naming no claim counts when the input holds no other
+        claim it could be about, and a plugin's start-up error (publication) counts for
+        every claim of the driver.
+        """
+        logs = self.snapshot.component_logs()
+        if not logs:
+            return []
+        from dradiag.analyses.component_events import line_events
+        from dradiag.analyses.error_chain import clip_middle
+        from dradiag.diagnosis.links import message_names_claim
+
+        only_claim = len(self.snapshot.claims) <= 1
+        ns = namespace_of(self.claim)
+        by_key = {pod_key(p): p for p in self.pods}
+        out: list[RuleHit] = []
+        for log in logs:
+            lines = log.text.splitlines()
+            for hit in match_logs(self.rulebook, [log]):
+                finding = hit.to_finding()
+                line = lines[hit.line - 1] if hit.line and hit.line <= len(lines) else ""
+                if (
+                    message_names_claim(line, self.claim, ns)
+                    or only_claim
+                    or finding.phase is Phase.PUBLICATION
+                ):
+                    out.append(RuleHit(finding=finding, log_container=log.container))
+            for item in line_events(log):
+                if not (message_names_claim(item.line, self.claim, ns) or only_claim):
+                    continue
+                evidence = Evidence(
+                    source=EvidenceSource.LOG,
+                    ref=f"log {log.source or log.component}:{item.line_number}",
+                    excerpt=clip_middle(item.line.strip(), 600),
+                )
+                for hit in match_events(self.rulebook, [item.event]):
+                    out.append(
+                        RuleHit(
+                            finding=replace(hit.to_finding(), evidence=(evidence,)),
+                            pod=by_key.get(item.pod),
+                            log_container=log.container,
+                        )
+                    )
         return out
 
     def hits_for(self, phase: Phase) -> list[RuleHit]:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from dradiag.analyses import plugin_health as ph
+from dradiag.analyses.component_events import klog_message
 from dradiag.analyses.error_chain import clip_middle, innermost_error
 from dradiag.analyses.timeline import (
     event_count,
@@ -183,6 +184,8 @@ def _with_cause(finding: Finding, phase: Phase, rulebook: Any | None) -> Finding
     )
     message = quoted.split(": ", 1)[1] if quoted.startswith(("Warning ", "Normal ")) else quoted
     message = _REPEAT_NOTE.sub("", message)
+    if ' err="' in message or ' error="' in message:
+        message = klog_message(message)[0]  # a kubelet log line: its err= field
     cause = innermost_error(message)
     if finding.cause or not cause or cause in finding.title:
         return finding

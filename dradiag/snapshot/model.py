@@ -88,6 +88,9 @@ class ContainerLog:
     truncated: bool = False
     source: str | None = None
     """Where the text came from (file path or API path), for evidence references."""
+    component: str | None = None
+    """For a component's log without a pod (``kubelet.log``, ``kube-scheduler.log``,
+    ``kubelet-plugin.log``): which component; ``pod`` is then empty."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -802,6 +805,10 @@ class Snapshot:
         """Claims whose allocation includes the device (any request, adminAccess included)."""
         by_device = self._index("devices", pool).claims_by_device
         return list(by_device.get((driver, pool, device), ()))
+
+    def component_logs(self) -> list[ContainerLog]:
+        """Logs of components given without a pod (kubelet, scheduler, plugin files)."""
+        return [log for log in self.logs if log.component]
 
     def logs_for(
         self, namespace: str, pod: str, container: str | None = None

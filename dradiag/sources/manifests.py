@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from dradiag.errors import InputError
+from dradiag.snapshot.component_logs import component_of
 from dradiag.snapshot.model import (
     CollectionError,
     ContainerLog,
@@ -245,7 +246,9 @@ def read_documents(data: bytes, path: str) -> tuple[list[Document], set[Kind]]:
 # -- logs -----------------------------------------------------------------------------
 
 
-def _log_identity(path: Path, root: Path | None) -> tuple[str | None, str, str, bool] | None:
+def _log_identity(
+    path: Path, root: Path | None
+) -> tuple[str | None, str, str, bool, str | None] | None:
     """(namespace, pod, container, previous) from a log file's path, or None.
 
     ``logs/<ns>/<pod>/<container>[.previous].log`` (bundle layout) or
@@ -258,12 +261,15 @@ def _log_identity(path: Path, root: Path | None) -> tuple[str | None, str, str, 
         stem = stem[: -len(".previous")]
     rel = path.relative_to(root).parts if root is not None and path.is_relative_to(root) else ()
     if len(rel) >= 4 and rel[-4] == "logs":
-        return rel[-3], rel[-2], stem, previous
+        return rel[-3], rel[-2], stem, previous, None
     parts = stem.split("_")
     if len(parts) == 2 and all(parts):
-        return None, parts[0], parts[1], previous
+        return None, parts[0], parts[1], previous, None
     if len(parts) == 3 and all(parts):
-        return parts[0], parts[1], parts[2], previous
+        return parts[0], parts[1], parts[2], previous, None
+    spec = component_of(stem)
+    if spec is not None:
+        return None, "", spec.container, previous, spec.component
     return None
 
 
@@ -273,7 +279,8 @@ def read_log(path: Path, root: Path | None) -> ContainerLog | None:
     if ident is None:
         logger.warning(
             "%s: skipped: cannot tell which pod/container this log is "
-            "(name it <pod>_<container>.log or logs/<ns>/<pod>/<container>.log)",
+            "(name it <pod>_<container>.log, logs/<ns>/<pod>/<container>.log, or after "
+            "its component: kubelet.log, kube-scheduler.log, kubelet-plugin.log)",
             path,
         )
         return None
@@ -287,7 +294,7 @@ def read_log(path: Path, root: Path | None) -> ContainerLog | None:
             "%s:%d: not UTF-8 (byte %d); undecodable bytes replaced", path, line, exc.start
         )
         text = data.decode("utf-8", errors="replace")
-    namespace, pod, container, previous = ident
+    namespace, pod, container, previous, component = ident
     return ContainerLog(
         namespace=namespace,
         pod=pod,
@@ -295,6 +302,7 @@ def read_log(path: Path, root: Path | None) -> ContainerLog | None:
         previous=previous,
         text=text,
         source=str(path),
+        component=component,
     )
 
 

@@ -63,7 +63,9 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
     for h in walk.hits_for(phase):
         hits_by_pod.setdefault(id(h.pod), []).append(h)
     for pod in bound:
-        pod_hits = hits_by_pod.get(id(pod), [])
+        # Evidence about no particular pod (a component log line naming the claim) is
+        # this claim's Prepare outcome for each of its waiting pods.
+        pod_hits = hits_by_pod.get(id(pod), []) or podless
         if pod_started(pod) or pod_done(pod):
             findings += [as_historical(h.finding, "the pod's containers started") for h in pod_hits]
             continue
