@@ -244,6 +244,9 @@ class ClaimWalk:
     """Kinds each phase needed but the snapshot did not collect (its basis detail)."""
     unknown_reason: dict[Phase, str] = field(default_factory=dict)
     """Why a phase is unknown when it is not a missing kind (e.g. the claim's status)."""
+    for_allocation: list[Finding] = field(default_factory=list)
+    """Findings the selection analysis made that are the allocator's (counts, constraints):
+    the selection phase hands them to the allocation phase."""
 
     # identity -------------------------------------------------------------------------
     @property
@@ -294,10 +297,34 @@ class ClaimWalk:
         if not found:
             for cls_name in class_names(self.claim):
                 cls = self.snapshot.device_class(cls_name)
+                if cls is None and not self.snapshot.device_classes:
+                    # No class in the input: the NVIDIA driver's own classes are known.
+                    from dradiag.analyses.selection.build import builtin_device_classes
+
+                    cls = next(
+                        (c for c in builtin_device_classes() if name_of(c) == cls_name), None
+                    )
                 for sel in ((cls or {}).get("spec") or {}).get("selectors") or ():
                     expr = str(((sel or {}).get("cel") or {}).get("expression") or "")
                     found += _DRIVER_IN_CEL.findall(expr)
-        return list(dict.fromkeys(found)) or [NVIDIA_DRIVER]
+        if found:
+            return list(dict.fromkeys(found))
+        # No class names its driver (or the class was not collected): the drivers that
+        # publish on the claim's nodes are the candidates; with no node yet, every driver
+        # publishing at all. Only when nothing is published is the NVIDIA driver assumed.
+        if self.snapshot.is_collected(Kind.RESOURCE_SLICE):
+            pods_nodes = [
+                str(n) for p in self.pods if (n := (p.get("spec") or {}).get("nodeName"))
+            ]
+            on_nodes = {
+                str((s.get("spec") or {}).get("driver") or "")
+                for n in pods_nodes
+                for s in self.snapshot.slices_for(node=n)
+            }
+            publishing = sorted(d for d in on_nodes if d) or self.snapshot.drivers()
+            if publishing:
+                return publishing
+        return [NVIDIA_DRIVER]
 
     def nodes(self) -> list[str]:
         nodes: set[str] = set()

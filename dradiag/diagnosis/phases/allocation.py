@@ -304,11 +304,16 @@ def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> P
         PhaseStatus.BROKEN,
         PhaseStatus.UNKNOWN,
     )
+    simulated_rules: set[str] = set()
     if walk.options.simulate and pending and not selection_undecided:
         simulated = _allocation_simulation(walk)
         if simulated is not None:
             findings += simulated[0]
+            simulated_rules = {f.rule for f in simulated[0]}
             findings += _node_affinity_findings(walk, pending, simulated[1])
+    # Counts and constraints the selection analysis found unsatisfiable by any matching
+    # devices (the simulator, when it ran, says the same with availability taken in).
+    findings += [f for f in walk.for_allocation if f.rule not in simulated_rules]
     if any(f.severity is Severity.ERROR for f in findings):
         return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK)
     if not saw_evidence and pending:

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import importlib
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from dradiag.diagnosis.context import ClaimWalk, claim_devices, class_names
 from dradiag.diagnosis.findings import as_historical, phase_result
 from dradiag.diagnosis.model import PhaseResult
-from dradiag.diagnosis.rule_ids import SEL_CLASS_MISSING, SEL_NOT_EVALUATED
+from dradiag.diagnosis.rule_ids import SEL_CLASS_MISSING as SEL_CLASS_NOT_FOUND
 from dradiag.snapshot.model import (
     Kind,
+    Snapshot,
     name_of,
     namespace_of,
 )
 from dradiag.vocabulary import (
     Basis,
-    Evidence,
-    EvidenceSource,
     Finding,
     Phase,
     PhaseStatus,
@@ -25,35 +25,74 @@ from dradiag.vocabulary import (
 )
 
 
-def _selection_analysis(walk: ClaimWalk) -> list[Finding] | None:
-    """Findings of the selector-check analysis, or None when it is not available."""
-    try:
-        selection = importlib.import_module("dradiag.analyses.selection")
-    except ImportError:
-        return None
-    analyze = getattr(selection, "analyze_claim_selection", None)
-    to_findings = getattr(selection, "selection_findings", None)
-    if analyze is None or to_findings is None:
-        return None
-    key = None
-    if walk.selection_cache is not None:
-        import json
+def _selection_analysis(
+    walk: ClaimWalk, snapshot: Snapshot | None = None, *, builtin_classes: bool = False
+) -> list[Finding]:
+    """Findings of the selector-check analysis of the claim's spec (``DRA-SEL-*``).
 
+    ``snapshot`` replaces the walk's for a class-free evaluation; ``builtin_classes`` lets
+    the analysis take the NVIDIA driver's built-in DeviceClasses when the input holds none.
+    """
+    from dradiag.analyses.selection import analyze_claim_selection, selection_findings
+
+    key = None
+    if walk.selection_cache is not None and snapshot is None and not builtin_classes:
         key = (namespace_of(walk.claim), json.dumps(walk.claim.get("spec") or {}, sort_keys=True))
         if key in walk.selection_cache:
             return list(walk.selection_cache[key])
-    result = analyze(
-        walk.snapshot,
+    result = analyze_claim_selection(
+        snapshot or walk.snapshot,
         walk.claim.get("spec") or {},
         namespace=namespace_of(walk.claim),
         claim_name=None if walk.synthesized or key is not None else name_of(walk.claim),
-        # Classes were collected (checked by the caller): a missing one is real.
-        builtin_classes_fallback=False,
+        builtin_classes_fallback=builtin_classes,
     )
-    findings = list(to_findings(result))
+    findings = list(selection_findings(result))
     if key is not None and walk.selection_cache is not None:
         walk.selection_cache[key] = findings
     return findings
+
+
+ALLOCATION_SHAPED: Mapping[str, str] = {
+    "DRA-SEL-CONSTRAINT-INFEASIBLE": "DRA-ALLOC-CONSTRAINT-UNSATISFIABLE",
+    "DRA-SEL-COUNT-INFEASIBLE": "DRA-ALLOC-TOO-FEW-DEVICES",
+}
+"""Selector-check findings that are the allocator's business, not the selectors'.
+
+DESIGN §2: selection is "do the class and request selectors pick candidates"; counts and
+``matchAttribute``/``distinctAttribute`` constraints are choices the allocator makes among
+them. selector-check reports them under its own ids; in a claim's walk they move to the
+allocation phase under the allocation rule that says the same thing."""
+
+
+def _to_allocation(finding: Finding) -> Finding:
+    rule = ALLOCATION_SHAPED[finding.rule]
+    return replace(
+        finding,
+        rule=rule,
+        phase=Phase.ALLOCATION,
+        cause=finding.cause or finding.detail.split(": ", 1)[-1],
+    )
+
+
+def _class_free(walk: ClaimWalk, classes: Sequence[str]) -> Snapshot:
+    """The walk's slices with a selector-less DeviceClass for each class the claim names.
+
+    Class selectors only narrow what a request's own selectors match, so a request that
+    matches nothing here matches nothing under any class of that name.
+    """
+    synthetic = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": c},
+            "spec": {},
+        }
+        for c in classes
+    ]
+    return Snapshot(
+        objects={Kind.RESOURCE_SLICE: list(walk.snapshot.slices), Kind.DEVICE_CLASS: synthetic}
+    )
 
 
 def phase_selection(walk: ClaimWalk) -> PhaseResult:
@@ -74,51 +113,57 @@ def phase_selection(walk: ClaimWalk) -> PhaseResult:
     classes = class_names(walk.claim)
     missing_kinds = [k for k in (Kind.DEVICE_CLASS, Kind.RESOURCE_SLICE) if not walk.collected(k)]
     findings: list[Finding] = [h.finding for h in walk.hits_for(phase)]
-    if missing_kinds and classes:
+    if Kind.RESOURCE_SLICE in missing_kinds and classes:
         findings.append(
             walk.not_collected(
                 phase, missing_kinds, "Selection evaluates the classes' and requests' selectors"
             )
         )
         return phase_result(walk.rulebook, phase, findings, PhaseStatus.UNKNOWN)
+    if missing_kinds and classes:
+        return _selection_without_classes(walk, classes, findings)
     analysed = _selection_analysis(walk)
-    if analysed is not None:
-        return phase_result(walk.rulebook, phase, findings + analysed, PhaseStatus.OK)
-    for cls in classes:
-        if walk.snapshot.device_class(cls) is None:
-            installed = ", ".join(sorted(name_of(c) for c in walk.snapshot.device_classes))
-            findings.append(
-                Finding(
-                    rule=SEL_CLASS_MISSING,
-                    phase=phase,
-                    severity=Severity.ERROR,
-                    title="the claim names a DeviceClass that does not exist",
-                    detail=f"ResourceClaim {walk.claim_key} requests devices of class "
-                    f"{cls!r}, which is not in the cluster; the scheduler reports "
-                    f"'device class {cls} does not exist'. Installed classes: "
-                    f"{installed or 'none'}.",
-                    evidence=(
-                        Evidence(
-                            source=EvidenceSource.OBJECT,
-                            ref=f"ResourceClaim {walk.claim_key} .spec.devices.requests",
-                            excerpt=f"deviceClassName: {cls}",
-                        ),
-                    ),
-                    next=("kubectl get deviceclasses",),
-                    identifiers=(("device class", cls),),
-                )
-            )
-    if any(f.severity is Severity.ERROR for f in findings):
-        return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK)
+    return _selection_result(walk, findings + analysed)
+
+
+def _selection_result(walk: ClaimWalk, findings: list[Finding]) -> PhaseResult:
+    """The selection phase of these findings; allocation-shaped ones go to allocation."""
+    moved = [_to_allocation(f) for f in findings if f.rule in ALLOCATION_SHAPED]
+    walk.for_allocation.extend(moved)
+    kept = [f for f in findings if f.rule not in ALLOCATION_SHAPED]
+    return phase_result(walk.rulebook, Phase.SELECTION, kept, PhaseStatus.OK)
+
+
+def _selection_without_classes(
+    walk: ClaimWalk, classes: Sequence[str], findings: list[Finding]
+) -> PhaseResult:
+    """Slices are in hand but no DeviceClass: decide what can be decided.
+
+    The NVIDIA driver's classes are known (``DRA-SEL-BUILTIN-CLASSES`` says they were
+    used); for any other class, a request whose own selectors match no published device
+    is broken whatever the class says, and otherwise the phase stays unknown.
+    """
+    phase = Phase.SELECTION
+    analysed = _selection_analysis(walk, builtin_classes=True)
+    if not any(f.rule == SEL_CLASS_NOT_FOUND for f in analysed):
+        result = _selection_result(walk, findings + analysed)
+        return replace(
+            result,
+            basis_detail="DeviceClasses not collected: the NVIDIA driver's built-in "
+            f"definitions of {', '.join(classes)} were used",
+        )
+    free = _selection_analysis(walk, _class_free(walk, classes))
+    broken = [f for f in free if f.severity is Severity.ERROR and f.rule not in ALLOCATION_SHAPED]
+    if broken:
+        result = _selection_result(walk, findings + free)
+        return replace(
+            result,
+            basis_detail="DeviceClasses not collected: the request selectors alone match no "
+            "published device, so no class can make them match",
+        )
     findings.append(
-        Finding(
-            rule=SEL_NOT_EVALUATED,
-            phase=phase,
-            severity=Severity.WARNING,
-            title="the selectors were not evaluated",
-            detail="The claim is not allocated and this build of dradiag could not evaluate "
-            "its CEL selectors against the published devices.",
-            next=(f"dradiag selector-check <file with ResourceClaim {walk.claim_key}>",),
+        walk.not_collected(
+            phase, [Kind.DEVICE_CLASS], "Selection evaluates the classes' and requests' selectors"
         )
     )
     return phase_result(walk.rulebook, phase, findings, PhaseStatus.UNKNOWN)
