@@ -685,6 +685,16 @@ class Allocator:
     def _capacity_in_use(self, ref: DeviceRef) -> bool:
         return ref in self.ctx.allocated.capacity or ref in self.allocating_capacity
 
+    def shares_counters(self, entry: DeviceEntry) -> bool:
+        """Whether taking ``entry`` now skips its counters (``skipCounterCheck``).
+
+        A device that allows multiple allocations draws on its counters once, when its
+        first share is taken: while some of its capacity is held (by a stored claim or
+        this attempt), further shares consume no counters. Explanations ask the same
+        question, so that a counter check never refuses a share the search would take.
+        """
+        return self._consumable and entry.allow_multiple and self._capacity_in_use(entry.ref)
+
     def allocate_device(
         self, data: RequestData, entry: DeviceEntry, must: bool
     ) -> Callable[[], None] | None:
@@ -702,7 +712,7 @@ class Allocator:
         has_counters = entry.has_counters
         if has_counters and not self._partitionable:
             return None
-        skip_counters = allow_multiple and self._capacity_in_use(ref)
+        skip_counters = self.shares_counters(entry)
         if not skip_counters and has_counters and not self.counters.check_and_consume(entry):
             return None
         base = data.parent or data.name
