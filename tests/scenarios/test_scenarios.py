@@ -5,7 +5,7 @@ Beyond the verdict line, each run must tell the same story phase by phase (DESIG
 healthy claim has no broken phase (no false alarms); a broken verdict is the *first*
 broken phase and its rule is among that phase's findings; an inconclusive verdict leaves
 the phase that needed the unread evidence ``unknown`` and records the failed read.
-The document is validated against the published JSON Schema when it exists (DESIGN §5).
+The document is validated against the published JSON Schema (DESIGN §5).
 """
 
 from __future__ import annotations
