@@ -739,8 +739,9 @@ def _run_on_node(
                     "A correct allocator finds devices here: this Kubernetes version's allocator "
                     "keeps what it reserved for a device it then rejects (counters, on a taint "
                     "or constraint; constraints and the device itself, on a capacity recheck) "
-                    "(kubernetes/kubernetes#140436, fixed in 1.37 by #140431), so the scheduler "
-                    "reports the pod unschedulable on this node."
+                    "or abandons (the counters of a shared device's first share, when the "
+                    "search backtracks) (kubernetes/kubernetes#140436, fixed in 1.37 by "
+                    "#140431), so the scheduler reports the pod unschedulable on this node."
                 )
         except AllocatorError:
             pass

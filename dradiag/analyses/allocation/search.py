@@ -14,7 +14,8 @@ decides which CEL runtime error (if any) the scheduler hits first. Known upstrea
 quirks are reproduced on purpose, since the point is to predict the scheduler: before
 1.37, counters taken by a device that a taint or constraint then rejects are not given
 back within the attempt (nor, after a failed capacity recheck, its constraints and
-in-use mark), and counter/availability bookkeeping is keyed by pool name.
+in-use mark; nor, when the search backtracks, the counters a shared device's first share
+took), and counter/availability bookkeeping is keyed by pool name.
 """
 
 from __future__ import annotations
@@ -260,8 +261,9 @@ class AllocationContext:
         )
         self.leak_counters = features.version < (1, 37)
         """Before the fix for kubernetes/kubernetes#140436 (merged for 1.37), counters taken by
-        a device that a taint or constraint then refuses stayed taken for the attempt, and a
-        device refused on its capacity recheck also kept its constraints and in-use mark."""
+        a device that a taint or constraint then refuses stayed taken for the attempt, a
+        device refused on its capacity recheck also kept its constraints and in-use mark,
+        and undoing a shared device's first share gave back its capacity, not its counters."""
         self.allocated = allocated if allocated is not None else self.store.allocated(exclude)
 
     def pool_entries(self, pool: Pool, *, others: bool = False) -> list[DeviceEntry]:

@@ -22,8 +22,10 @@ tested on its own elsewhere):
   dedicated device does with a policy, and what an unset default means, changed between
   releases.
 - scalar attributes only (with list types the narrowed intersection is kept on removal).
-- Kubernetes 1.37 gates: earlier releases leak reserved state on rejection (#140436,
-  see ``test_allocation_rollback.py``).
+- the oracle decides for Kubernetes 1.37 gates. Before 1.37 the allocator leaks reserved
+  state on rejection and on backtracking (kubernetes/kubernetes#140436): there, every
+  allocation must still be valid, and every feasible instance it misses must be flagged
+  as that upstream bug (``Simulation.upstream_bug``), and only those.
 
 Each run checks ``DRADIAG_DIFF_INSTANCES`` instances (default 3,000, a few seconds) from
 ``DRADIAG_DIFF_SEED``; set both for a longer sweep (``DRADIAG_DIFF_INSTANCES=100000``).
@@ -49,6 +51,10 @@ from dradiag.snapshot.model import Kind, Snapshot
 DRIVER = "diff.example.com"
 NODE = "node-a"
 FEATURES = FeatureGates.for_version("1.37")
+LEAKY = FeatureGates.for_version("1.36")
+"""Before 1.37 the allocator keeps what it reserved for a rejected or abandoned candidate
+(kubernetes/kubernetes#140436); the simulator reproduces that and flags it."""
+LEAK = "kubernetes/kubernetes#140436"
 DEFAULT_SEED = 20261201
 DEFAULT_INSTANCES = 3000
 
@@ -80,11 +86,28 @@ class Dev:
 
 @dataclass(frozen=True)
 class Req:
+    """A request; with ``subs`` a ``firstAvailable`` list, whose entries have ``parent``."""
+
     name: str
     mode: str
     count: int
     model: str | None
     capacity: dict[str, int]
+    subs: tuple[Req, ...] = ()
+    parent: str | None = None
+
+    @property
+    def base(self) -> str:
+        """The request's name in the claim (what constraints name)."""
+        return self.parent or self.name
+
+    @property
+    def result_name(self) -> str:
+        """The name allocation results carry: ``req`` or ``req/sub``."""
+        return f"{self.parent}/{self.name}" if self.parent else self.name
+
+    def leaves(self) -> tuple[Req, ...]:
+        return self.subs or (self,)
 
 
 @dataclass(frozen=True)
@@ -157,7 +180,10 @@ def _device(rng: random.Random, index: int, with_counters: bool) -> Dev:
     )
 
 
-def _request(rng: random.Random, name: str) -> Req:
+def _request(rng: random.Random, name: str, parent: str | None = None) -> Req:
+    if parent is None and rng.random() < 0.2:
+        subs = tuple(_request(rng, f"s{i}", name) for i in range(rng.randint(2, 3)))
+        return Req(name=name, mode="", count=0, model=None, capacity={}, subs=subs)
     mode = "All" if rng.random() < 0.15 else "ExactCount"
     count = rng.choice([1, 1, 1, 1, 2, 2, 3]) if mode == "ExactCount" else 0
     capacity: dict[str, int] = {}
@@ -166,7 +192,7 @@ def _request(rng: random.Random, name: str) -> Req:
     if rng.random() < 0.1:
         capacity["mem"] = rng.randint(1, 5)
     model = rng.choice(["x", "y"]) if rng.random() < 0.3 else None
-    return Req(name=name, mode=mode, count=count, model=model, capacity=capacity)
+    return Req(name=name, mode=mode, count=count, model=model, capacity=capacity, parent=parent)
 
 
 def _constraints(rng: random.Random, requests: Sequence[Req]) -> tuple[Con, ...]:
@@ -177,7 +203,10 @@ def _constraints(rng: random.Random, requests: Sequence[Req]) -> tuple[Con, ...]
         allowed = [
             r.name
             for r in requests
-            if r.mode != "All" and (kind == "matchAttribute" or r.count == 1)
+            if all(
+                leaf.mode != "All" and (kind == "matchAttribute" or leaf.count == 1)
+                for leaf in r.leaves()
+            )
         ]
         if not allowed:
             continue
@@ -258,7 +287,7 @@ class Cluster:
 
 
 Pick = tuple[int, Req, int]
-"""(claim index, request, device index)."""
+"""(claim index, request or chosen subrequest, device index)."""
 
 
 class Oracle:
@@ -291,7 +320,11 @@ class Oracle:
                 return False
         return True
 
-    def options(self, req: Req) -> list[tuple[int, ...]]:
+    def options(self, req: Req) -> list[tuple[Req, tuple[int, ...]]]:
+        """Every way to serve ``req``: (the request or one of its subrequests, devices)."""
+        return [(leaf, devices) for leaf in req.leaves() for devices in self._devices(leaf)]
+
+    def _devices(self, req: Req) -> list[tuple[int, ...]]:
         candidates = [i for i, dev in enumerate(self.inst.devices) if self.eligible(req, dev)]
         if req.mode == "All":
             fixed = tuple(i for i in candidates if self.fits_alone(req, i))
@@ -302,8 +335,8 @@ class Oracle:
         slots = [(ci, req) for ci, claim in enumerate(self.claims) for req in claim.requests]
         for choice in itertools.product(*(self.options(req) for _ci, req in slots)):
             yield [
-                (ci, req, index)
-                for (ci, req), indexes in zip(slots, choice, strict=True)
+                (ci, leaf, index)
+                for (ci, _req), (leaf, indexes) in zip(slots, choice, strict=True)
                 for index in indexes
             ]
 
@@ -340,7 +373,7 @@ class Oracle:
                 if held[name] > cap.value:
                     return f"{dev.name} over its {name} capacity"
         for ci in range(len(self.claims)):
-            per_request = Counter((req.name, index) for c, req, index in picks if c == ci)
+            per_request = Counter((req.base, index) for c, req, index in picks if c == ci)
             if any(n > 1 for n in per_request.values()):
                 return "a device twice in one request"
         in_use = {i for _c, _r, i in picks} | self.cluster.dedicated | set(self.cluster.consumed)
@@ -352,7 +385,7 @@ class Oracle:
                 covered = [
                     devices[i]
                     for c, req, i in picks
-                    if c == ci and (not con.requests or req.name in con.requests)
+                    if c == ci and (not con.requests or req.base in con.requests)
                 ]
                 values = [_attribute(dev, con.attribute) for dev in covered]
                 if any(v is None for v in values):
@@ -412,18 +445,26 @@ def _device_object(dev: Dev) -> dict[str, Any]:
     return out
 
 
+def _exactly(req: Req) -> dict[str, Any]:
+    spec: dict[str, Any] = {"deviceClassName": "diff", "allocationMode": req.mode}
+    if req.mode == "ExactCount":
+        spec["count"] = req.count
+    if req.model is not None:
+        expression = f"device.attributes['{DRIVER}'].model == '{req.model}'"
+        spec["selectors"] = [{"cel": {"expression": expression}}]
+    if req.capacity:
+        spec["capacity"] = {"requests": {k: str(v) for k, v in req.capacity.items()}}
+    return spec
+
+
 def _claim_object(claim: ClaimSpec, allocation: dict[str, Any] | None) -> dict[str, Any]:
-    requests = []
+    requests: list[dict[str, Any]] = []
     for req in claim.requests:
-        exactly: dict[str, Any] = {"deviceClassName": "diff", "allocationMode": req.mode}
-        if req.mode == "ExactCount":
-            exactly["count"] = req.count
-        if req.model is not None:
-            expression = f"device.attributes['{DRIVER}'].model == '{req.model}'"
-            exactly["selectors"] = [{"cel": {"expression": expression}}]
-        if req.capacity:
-            exactly["capacity"] = {"requests": {k: str(v) for k, v in req.capacity.items()}}
-        requests.append({"name": req.name, "exactly": exactly})
+        if req.subs:
+            subs = [{"name": sub.name, **_exactly(sub)} for sub in req.subs]
+            requests.append({"name": req.name, "firstAvailable": subs})
+        else:
+            requests.append({"name": req.name, "exactly": _exactly(req)})
     devices: dict[str, Any] = {"requests": requests}
     if claim.constraints:
         devices["constraints"] = [
@@ -496,7 +537,7 @@ def _picks(
     index = {d.name: i for i, d in enumerate(inst.devices)}
     out: list[Pick] = []
     for ci, (claim, allocation) in enumerate(zip(claims, allocations, strict=True)):
-        by_name = {r.name: r for r in claim.requests}
+        by_name = {leaf.result_name: leaf for r in claim.requests for leaf in r.leaves()}
         for result in allocation["devices"]["results"]:
             out.append((ci, by_name[result["request"]], index[result["device"]]))
     return out
@@ -558,6 +599,18 @@ def check(inst: Instance) -> list[str]:
                     f"step {step} ({names}, {mode}): allocator {sim.outcome}, oracle "
                     f"{'feasible' if feasible else 'infeasible'}"
                 )
+        # 1.36 may miss an allocation, but only through the flagged upstream leak.
+        leaky = simulate_allocation(cluster_now, objects, NODE, features=LEAKY)
+        if leaky.outcome == "allocated":
+            allocations = [item["allocation"] for item in leaky.results]
+            broken = Oracle(inst, claims, cluster).valid(_picks(inst, claims, allocations))
+            if not feasible or broken:
+                problems.append(f"step {step} ({names}, 1.36): invalid allocation: {broken}")
+        elif leaky.outcome == "error" or (leaky.upstream_bug == LEAK) != feasible:
+            problems.append(
+                f"step {step} ({names}, 1.36): {leaky.outcome} ({leaky.error}), upstream bug "
+                f"{leaky.upstream_bug}, oracle {'feasible' if feasible else 'infeasible'}"
+            )
         if problems:
             break
         if sim.outcome != "allocated":

@@ -13,7 +13,8 @@ were not, and each made a feasible claim "unschedulable" (found by
 - two matchAttributes on one request kept only the largest group of the first, which
   is not necessarily the one the second can use.
 
-The search itself also has to give back everything a share took when it backtracks.
+The search itself also has to give back everything a share took when it backtracks
+(from 1.37; before, a shared device's counters stayed taken, as upstream's did).
 """
 
 from __future__ import annotations
@@ -226,3 +227,29 @@ def test_undoing_a_share_gives_back_capacity_counters_and_constraints() -> None:
     assert not allocator.results[0]
     assert allocator._capacity_ok(c, entry)
     assert allocator.allocate_device(c, entry, False) is not None
+
+
+def test_backtracking_gives_a_shared_devices_counters_back_from_137() -> None:
+    # One slot for both NICs. `a` first takes nic-0 (its first share reserves the slot);
+    # `b` must be model y, so the search backtracks and tries nic-1 for `a`, which needs
+    # the slot nic-0's share held. 1.37 gives it back; 1.36 kept it (#140436).
+    devices = [
+        nic("nic-0", "x", consumesCounters=ONE_SLOT),
+        nic("nic-1", "y", consumesCounters=ONE_SLOT),
+    ]
+    one = [{"name": "cs", "counters": {"slots": {"value": "1"}}}]
+    b = request("b", bandwidth="1")
+    b["exactly"]["selectors"] = [
+        {"cel": {"expression": f"device.attributes['{DRIVER}'].model == 'y'"}}
+    ]
+    want = claim("pair", [request("a", bandwidth="1"), b], [{"matchAttribute": f"{DRIVER}/model"}])
+    fixed = simulate_allocation(cluster(devices, one), [want], "node-a", features=V137)
+    assert fixed.outcome == "allocated", fixed.explanation
+    assert devices_of(fixed) == [("a", "nic-1"), ("b", "nic-1")]
+    assert fixed.upstream_bug is None
+    leaky = simulate_allocation(
+        cluster(devices, one), [want], "node-a", features=FeatureGates.for_version("1.36")
+    )
+    assert leaky.outcome == "unschedulable"
+    assert leaky.upstream_bug == "kubernetes/kubernetes#140436"
+    assert any("backtracks" in note for note in leaky.notes)
