@@ -1,14 +1,16 @@
 """Differential test: the allocator against an exhaustive search written from the spec.
 
-Random small instances (at most five devices, some shared through
-``allowMultipleAllocations`` with consumable capacity and request policies, shared
-counters, at most three requests with ``ExactCount`` or ``All``, ``matchAttribute`` and
-``distinctAttribute`` constraints, one or two claims: in one pod, or one after the other
-with the first claim's allocation stored). For each, :class:`Oracle` enumerates every
+Random small instances (two to five devices, some shared through
+``allowMultipleAllocations``, capacities with and without request policies, shared
+counters, at most three requests with ``ExactCount``, ``All`` or ``firstAvailable``,
+``matchAttribute`` and ``distinctAttribute`` constraints, one or two claims: in one pod,
+or one after the other with the first claim's allocation stored). For each, :class:`Oracle` enumerates every
 assignment of devices to requests and decides feasibility from k8s-dra-semantics
 §3.4–3.10 alone; it shares no code with the allocator (its own rounding, counters,
 constraint and capacity arithmetic, on plain integers). The allocator must agree on
-every instance, and each allocation it returns must be valid for the oracle.
+every instance, with explanations (whose funnels may prove infeasibility and skip the
+search) and without, and each allocation it returns must be valid for the oracle,
+shareID and consumedCapacity included.
 
 Where the Go allocator is not exhaustive, the generator stays out of the shape instead of
 teaching the oracle the allocator's path (each is documented upstream behaviour, and
@@ -18,9 +20,9 @@ tested on its own elsewhere):
   request name, so with count > 1 the result depends on the search path (§3.5).
 - no constraint covers an ``All`` request: a violation there is an error, raised where the
   search first meets it (§3.5).
-- request policies only on shared devices, and every policy has a ``default``: what a
-  dedicated device does with a policy, and what an unset default means, changed between
-  releases.
+- every shared device has a capacity: upstream's in-attempt bookkeeping keeps an empty
+  entry for one without, after backtracking too, so its later shares skip the counter
+  check (reproduced, not a rule an exhaustive search can state).
 - scalar attributes only (with list types the narrowed intersection is kept on removal).
 - the oracle decides for Kubernetes 1.37 gates. Before 1.37 the allocator leaks reserved
   state on rejection and on backtracking (kubernetes/kubernetes#140436): there, every
@@ -138,7 +140,7 @@ class Instance:
 
 def _cap(rng: random.Random, shared: bool) -> Cap:
     value = rng.randint(3, 12)
-    if not shared or rng.random() < 0.35:
+    if rng.random() < (0.35 if shared else 0.8):
         return Cap(value=value)
     if rng.random() < 0.55:
         minimum = rng.randint(1, 3)
@@ -150,10 +152,11 @@ def _cap(rng: random.Random, shared: bool) -> Cap:
             minimum=minimum,
             step=step,
             maximum=maximum,
-            default=minimum,
+            default=None if rng.random() < 0.2 else minimum,
         )
     values = tuple(sorted(rng.sample(range(1, value + 1), rng.randint(1, 3))))
-    return Cap(value=value, policy="values", values=values, default=values[0])
+    default = None if rng.random() < 0.2 else values[0]
+    return Cap(value=value, policy="values", values=values, default=default)
 
 
 def _device(rng: random.Random, index: int, with_counters: bool) -> Dev:
@@ -310,13 +313,7 @@ class Oracle:
         held = self.cluster.consumed.get(index, Counter())
         for name, cap in dev.caps.items():
             amount = consumption(req.capacity.get(name), cap)
-            if dev.shared and violates(amount, cap):
-                return False
-            if not dev.shared:
-                if name in req.capacity and req.capacity[name] > cap.value:
-                    return False
-                continue
-            if held[name] + amount > cap.value:
+            if violates(amount, cap) or held[name] + amount > cap.value:
                 return False
         return True
 
@@ -358,9 +355,11 @@ class Oracle:
                 dedicated[index] += 1
                 if dedicated[index] > 1:
                     return f"{dev.name} picked twice"
-                for name, amount in req.capacity.items():
-                    if amount > dev.caps[name].value:
-                        return f"{dev.name} has too little {name}"
+                # A dedicated device is checked like a first share: policy and capacity.
+                for name, cap in dev.caps.items():
+                    amount = consumption(req.capacity.get(name), cap)
+                    if violates(amount, cap) or amount > cap.value:
+                        return f"{dev.name} refuses {req.name} on {name}"
                 continue
             if index in self.cluster.dedicated:
                 return f"{dev.name} held by an earlier claim"
@@ -415,12 +414,11 @@ def _cap_object(cap: Cap) -> dict[str, Any]:
             valid_range["step"] = str(cap.step)
         if cap.maximum is not None:
             valid_range["max"] = str(cap.maximum)
-        out["requestPolicy"] = {"default": str(cap.default), "validRange": valid_range}
+        out["requestPolicy"] = {"validRange": valid_range}
     elif cap.policy == "values":
-        out["requestPolicy"] = {
-            "default": str(cap.default),
-            "validValues": [str(v) for v in cap.values],
-        }
+        out["requestPolicy"] = {"validValues": [str(v) for v in cap.values]}
+    if cap.default is not None:
+        out["requestPolicy"]["default"] = str(cap.default)
     return out
 
 
