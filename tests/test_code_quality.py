@@ -1,8 +1,9 @@
 """The lint, format and type checks of pyproject.toml pass on the whole tree.
 
 They run as tests so that the one test command CI runs (README) also holds the line the
-house style sets (STYLE.md "Types, ruff, mypy"); each is skipped, saying why, where the
-tool is not installed (it comes with the `test` extra).
+house style sets (STYLE.md "Types, ruff, mypy"). A missing tool fails the test, saying
+why: it comes with the `test` extra, like pytest itself, so its absence is a broken
+environment, not a reason to pass.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _run(module: str, *args: str) -> subprocess.CompletedProcess[str]:
     if importlib.util.find_spec(module) is None:
-        pytest.skip(f"{module} is not installed (pip install '.[test]')")
+        pytest.fail(f"{module} is not installed (pip install '.[test]')")
     return subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=ROOT,

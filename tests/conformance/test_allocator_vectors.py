@@ -1,6 +1,7 @@
 """Kubernetes' own structured-allocator test table, replayed through ``dradiag simulate``.
 
-Each vector (``conformance/k8s/dra-allocator-vectors.yaml``) becomes a ``--from``
+Each vector (``k8s/dra-allocator-vectors.yaml`` beside this file, vendored with its
+provenance and license) becomes a ``--from``
 directory: its slices, classes and Node as manifests, and every device already in use as
 a ResourceClaim whose ``status.allocation`` holds it (shared devices and consumed
 capacity as results with ``shareID``/``consumedCapacity``, as a cluster records them).
@@ -20,8 +21,7 @@ import yaml
 
 from dradiag.cli.app import run
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-VECTORS_FILE = SHARED / "conformance" / "k8s" / "dra-allocator-vectors.yaml"
+VECTORS_FILE = Path(__file__).resolve().parent / "k8s" / "dra-allocator-vectors.yaml"
 
 GATES = {
     "AdminAccess": ("DRAAdminAccess",),

@@ -2,8 +2,9 @@
 
 If kubectl (client-go: aggregated discovery, Tables, chunked lists, Status errors, logs)
 reads the fixtures back exactly, dradiag's live source is tested against a protocol
-that matches the real one, not one shaped to fit it. Skipped, saying why, when kubectl
-or openssl (the server's TLS certificate: kubectl sends tokens only over TLS) is missing.
+that matches the real one, not one shaped to fit it. A missing kubectl fails (the test
+extra installs it); a missing openssl (the server's TLS certificate: kubectl sends tokens
+only over TLS) skips, saying why: it is a system tool no Python extra provides.
 """
 
 from __future__ import annotations
@@ -27,12 +28,16 @@ from dradiag.sources.manifests import load_snapshot
 _BESIDE = Path(sys.executable).parent / "kubectl"
 KUBECTL = str(_BESIDE) if _BESIDE.exists() else shutil.which("kubectl")
 
-pytestmark = [
-    pytest.mark.skipif(KUBECTL is None, reason="kubectl is neither beside python nor on PATH"),
-    pytest.mark.skipif(
-        shutil.which("openssl") is None, reason="openssl is not on PATH (TLS certificate)"
-    ),
-]
+pytestmark = pytest.mark.skipif(
+    shutil.which("openssl") is None, reason="openssl is not on PATH (TLS certificate)"
+)
+
+
+@pytest.fixture(autouse=True)
+def _kubectl_installed() -> None:
+    if KUBECTL is None:
+        pytest.fail("kubectl is neither beside python nor on PATH (pip install '.[test]')")
+
 
 EXPECTED = load_snapshot(str(CLUSTER_FIXTURE))
 

@@ -5,7 +5,6 @@ command is present) gives the verdict the sample was built to show.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 from pathlib import Path
@@ -66,10 +65,6 @@ def test_sample_is_a_small_valid_cluster(sample: Path, caplog: pytest.LogCapture
     assert snapshot.source.collected_at, "collection.json fixes the time the sample was taken"
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("dradiag.cli.commands.claim") is None,
-    reason="the `claim` command (dradiag/cli/commands/claim.py) has not landed yet",
-)
 @pytest.mark.parametrize("sample", _samples(), ids=lambda p: p.name)
 def test_sample_gives_its_verdict(sample: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from dradiag.cli.app import run

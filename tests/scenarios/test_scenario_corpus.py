@@ -146,10 +146,8 @@ def test_rule_exists_in_rulebook(scenario: Any) -> None:
     rule = scenario.expected["rule"]
     if rule is None:
         pytest.skip("no deciding rule for this verdict")
-    try:
-        from dradiag.rulebook import load_rulebook
-    except ImportError:
-        pytest.skip("dradiag.rulebook is not available yet")
+    from dradiag.rulebook import load_rulebook
+
     rulebook = load_rulebook()
     found = rulebook.get(rule)
     assert found is not None, f"{scenario.name}: rule {rule} is not in rules/*.yaml"

@@ -22,7 +22,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dradiag.analyses.allocation.candidates import AllocatorError, DeviceEntry
-from dradiag.analyses.allocation.constraints import DistinctAttribute, MatchAttribute
+from dradiag.analyses.allocation.constraints import (
+    Constraint,
+    DistinctAttribute,
+    MatchAttribute,
+)
 from dradiag.analyses.allocation.features import FeatureGates
 from dradiag.analyses.allocation.search import (
     AllocationContext,
@@ -275,7 +279,11 @@ def request_funnel(
             gate_off += 1
             drop(entry, "consumes counters (DRAPartitionableDevices off)")
             continue
-        if entry.has_counters and not counters.fits_now(entry):
+        if (
+            entry.has_counters
+            and not allocator.shares_counters(entry)
+            and not counters.fits_now(entry)
+        ):
             short = counters.short_counters(entry)
             claims: set[str] = set()
             for set_name, counter, refs in short:
@@ -314,39 +322,12 @@ def request_funnel(
     stage("tolerated", kept)
 
     # Constraints: the largest group of remaining devices that can satisfy every
-    # constraint covering this request (matchAttribute groups by value; distinctAttribute
-    # keeps one device per value).
+    # constraint covering this request (see _constraint_group).
     current = kept
-    constraint_notes: list[str] = []
-    group = list(current)
     base = data.parent or data.name
     sub = data.name if data.parent else ""
-    for constraint in allocator.constraints[data.claim_index]:
-        if not constraint.applies(base, sub):
-            continue
-        values: dict[Any, list[DeviceEntry]] = {}
-        missing = 0
-        for entry in group:
-            attr = entry.attribute(constraint.attribute)
-            if attr is None:
-                missing += 1
-                continue
-            key = tuple(sorted((k, str(v)) for k, v in attr.items()))
-            values.setdefault(key, []).append(entry)
-        if isinstance(constraint, MatchAttribute):
-            best = max(values.values(), key=len) if values else []
-            constraint_notes.append(
-                f"matchAttribute {constraint.attribute}: at most {len(best)} usable "
-                "device(s) share one value"
-                + (f" ({missing} lack the attribute)" if missing else "")
-            )
-            group = best
-        elif isinstance(constraint, DistinctAttribute):
-            group = [members[0] for members in values.values()]
-            constraint_notes.append(
-                f"distinctAttribute {constraint.attribute}: {len(group)} distinct values"
-                + (f" ({missing} lack the attribute)" if missing else "")
-            )
+    covering = [c for c in allocator.constraints[data.claim_index] if c.applies(base, sub)]
+    group, constraint_notes = _constraint_group(covering, current)
     if len(group) != len(current):
         grouped = {id(e) for e in group}
         for entry in current:
@@ -395,6 +376,64 @@ def request_funnel(
         errors=tuple(dict.fromkeys(errors)),
         usable=tuple(current),
     )
+
+
+def _value_key(attr: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, str(v)) for k, v in attr.items()))
+
+
+def _constraint_group(
+    constraints: Sequence[Constraint], devices: Sequence[DeviceEntry]
+) -> tuple[list[DeviceEntry], list[str]]:
+    """The most devices one request can take under ``constraints``, and a note on each.
+
+    The count must bound what the search can do (a funnel that blocks here may prove the
+    claim infeasible), so no value is chosen early: every matchAttribute splits each
+    candidate group by value, and only the largest group after all of them counts.
+    Within it, each distinctAttribute allows one device per value; the group shown keeps
+    that many (the fewest any distinctAttribute allows).
+    """
+    groups: list[list[DeviceEntry]] = [list(devices)]
+    notes: dict[int, str] = {}
+    for i, constraint in enumerate(constraints):
+        if not isinstance(constraint, MatchAttribute):
+            continue
+        refined: list[list[DeviceEntry]] = []
+        missing = 0
+        for members in groups:
+            by_value: dict[Any, list[DeviceEntry]] = {}
+            for entry in members:
+                attr = entry.attribute(constraint.attribute)
+                if attr is None:
+                    missing += 1
+                    continue
+                by_value.setdefault(_value_key(attr), []).append(entry)
+            refined.extend(by_value.values())
+        groups = refined
+        notes[i] = (
+            f"matchAttribute {constraint.attribute}: at most "
+            f"{max(map(len, groups), default=0)} usable device(s) share one value"
+            + (f" ({missing} lack the attribute)" if missing else "")
+        )
+    matched = max(groups, key=len, default=[])
+    group = matched
+    for i, constraint in enumerate(constraints):
+        if not isinstance(constraint, DistinctAttribute):
+            continue
+        firsts: dict[Any, DeviceEntry] = {}
+        missing = 0
+        for entry in matched:
+            attr = entry.attribute(constraint.attribute)
+            if attr is None:
+                missing += 1
+                continue
+            firsts.setdefault(_value_key(attr), entry)
+        if len(firsts) < len(group) or group is matched:
+            group = list(firsts.values())
+        notes[i] = f"distinctAttribute {constraint.attribute}: {len(firsts)} distinct values" + (
+            f" ({missing} lack the attribute)" if missing else ""
+        )
+    return group, [notes[i] for i in sorted(notes)]
 
 
 def _reason(
@@ -549,12 +588,14 @@ def _joint_constraints(
 
     Each request's funnel sees only its own devices; a constraint over requests ``a`` and
     ``b`` also needs one value that gives every covered request enough devices, with
-    distinct devices for all of them. When no value does, the first covered request is
+    distinct devices for all of them (a device that allows multiple allocations may
+    serve each of them once). When no value does, the first covered request is
     marked as blocked by the constraint (scalar values only; claims with firstAvailable
     are left to the search).
     """
     if allocator.features.list_type_attributes:
         return funnels
+    consumable = allocator.features.consumable_capacity
     by_key = dict(zip(keys, funnels, strict=True))
     out = list(funnels)
     for ci, constraints in enumerate(allocator.constraints):
@@ -572,6 +613,7 @@ def _joint_constraints(
             if len(covered) < 2 or any(by_key[k].blocking for k in covered):
                 continue
             per_value: dict[Any, list[set[str]]] = {}
+            shared: set[str] = set()
             for position, k in enumerate(covered):
                 for entry in by_key[k].usable:
                     attr = entry.attribute(constraint.attribute)
@@ -580,14 +622,16 @@ def _joint_constraints(
                     value = tuple(sorted((a, str(b)) for a, b in attr.items()))
                     sets = per_value.setdefault(value, [set() for _ in covered])
                     sets[position].add(entry.device_id)
+                    if consumable and entry.allow_multiple:
+                        shared.add(entry.device_id)
             needs = [allocator.request_data[k].num_devices for k in covered]
             feasible = False
             best = 0
             for sets in per_value.values():
-                union = set().union(*sets)
+                slots = _slots(sets, shared)
                 enough = all(len(s) >= n for s, n in zip(sets, needs, strict=True))
-                best = max(best, len(union))
-                if enough and len(union) >= sum(needs):
+                best = max(best, slots)
+                if enough and slots >= sum(needs):
                     feasible = True
                     break
             if feasible:
@@ -602,6 +646,14 @@ def _joint_constraints(
             out[position] = replace(out[position], blocking="constraints", reason=reason)
             by_key[first] = out[position]
     return out
+
+
+def _slots(sets: Sequence[set[str]], shared: set[str]) -> int:
+    """How many (request, device) picks the covered requests can make at most: a
+    dedicated device serves one request of the attempt, a device that allows multiple
+    allocations one pick in each request that can use it (never two in one request)."""
+    union = set().union(*sets)
+    return len(union - shared) + sum(1 for s in sets for device in s if device in shared)
 
 
 def _claim_keys(claims: Sequence[K8sObject]) -> set[tuple[str, str]]:
@@ -688,8 +740,9 @@ def _run_on_node(
                     "A correct allocator finds devices here: this Kubernetes version's allocator "
                     "keeps what it reserved for a device it then rejects (counters, on a taint "
                     "or constraint; constraints and the device itself, on a capacity recheck) "
-                    "(kubernetes/kubernetes#140436, fixed in 1.37 by #140431), so the scheduler "
-                    "reports the pod unschedulable on this node."
+                    "or abandons (the counters of a shared device's first share, when the "
+                    "search backtracks) (kubernetes/kubernetes#140436, fixed in 1.37 by "
+                    "#140431), so the scheduler reports the pod unschedulable on this node."
                 )
         except AllocatorError:
             pass

@@ -14,7 +14,8 @@ decides which CEL runtime error (if any) the scheduler hits first. Known upstrea
 quirks are reproduced on purpose, since the point is to predict the scheduler: before
 1.37, counters taken by a device that a taint or constraint then rejects are not given
 back within the attempt (nor, after a failed capacity recheck, its constraints and
-in-use mark), and counter/availability bookkeeping is keyed by pool name.
+in-use mark; nor, when the search backtracks, the counters a shared device's first share
+took), and counter/availability bookkeeping is keyed by pool name.
 """
 
 from __future__ import annotations
@@ -260,8 +261,9 @@ class AllocationContext:
         )
         self.leak_counters = features.version < (1, 37)
         """Before the fix for kubernetes/kubernetes#140436 (merged for 1.37), counters taken by
-        a device that a taint or constraint then refuses stayed taken for the attempt, and a
-        device refused on its capacity recheck also kept its constraints and in-use mark."""
+        a device that a taint or constraint then refuses stayed taken for the attempt, a
+        device refused on its capacity recheck also kept its constraints and in-use mark,
+        and undoing a shared device's first share gave back its capacity, not its counters."""
         self.allocated = allocated if allocated is not None else self.store.allocated(exclude)
 
     def pool_entries(self, pool: Pool, *, others: bool = False) -> list[DeviceEntry]:
@@ -685,6 +687,16 @@ class Allocator:
     def _capacity_in_use(self, ref: DeviceRef) -> bool:
         return ref in self.ctx.allocated.capacity or ref in self.allocating_capacity
 
+    def shares_counters(self, entry: DeviceEntry) -> bool:
+        """Whether taking ``entry`` now skips its counters (``skipCounterCheck``).
+
+        A device that allows multiple allocations draws on its counters once, when its
+        first share is taken: while some of its capacity is held (by a stored claim or
+        this attempt), further shares consume no counters. Explanations ask the same
+        question, so that a counter check never refuses a share the search would take.
+        """
+        return self._consumable and entry.allow_multiple and self._capacity_in_use(entry.ref)
+
     def allocate_device(
         self, data: RequestData, entry: DeviceEntry, must: bool
     ) -> Callable[[], None] | None:
@@ -702,7 +714,7 @@ class Allocator:
         has_counters = entry.has_counters
         if has_counters and not self._partitionable:
             return None
-        skip_counters = allow_multiple and self._capacity_in_use(ref)
+        skip_counters = self.shares_counters(entry)
         if not skip_counters and has_counters and not self.counters.check_and_consume(entry):
             return None
         base = data.parent or data.name

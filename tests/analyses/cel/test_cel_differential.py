@@ -35,6 +35,10 @@ import os
 import random
 from typing import Any
 
+import cel_expr_python.cel as cel
+import cel_expr_python.ext.ext_bindings as ext_bindings
+import cel_expr_python.ext.ext_optional as ext_optional
+import cel_expr_python.ext.ext_strings as ext_strings
 import pytest
 
 from dradiag.analyses.cel import (
@@ -48,11 +52,6 @@ from dradiag.analyses.cel import (
 )
 from dradiag.analyses.cel.quantity import parse_quantity
 from dradiag.analyses.cel.semver import parse_semver
-
-cel = pytest.importorskip("cel_expr_python.cel")
-ext_strings = pytest.importorskip("cel_expr_python.ext.ext_strings")
-ext_bindings = pytest.importorskip("cel_expr_python.ext.ext_bindings")
-ext_optional = pytest.importorskip("cel_expr_python.ext.ext_optional")
 
 DOMAIN = "gpu.nvidia.com"
 STD = "resource.kubernetes.io"
