@@ -14,6 +14,7 @@ directory holding just the workload must not read as "no plugin on any node".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -376,3 +377,22 @@ def plugin_logs(snapshot: Snapshot, health: PluginHealth) -> list[Any]:
         # `<pod>_<container>.log` without a namespace lands under "" when ambiguous.
         logs = snapshot.logs_for("", name_of(pod))
     return [lg for lg in logs if lg.container in (GPU_CONTAINER, INIT_CONTAINER)]
+
+
+_ERROR_LINE = re.compile(r"(?i)\b(?:error|failed|fatal|panic|not found|cannot|unable|no such)\b")
+
+
+def last_error_line(snapshot: Snapshot, health: PluginHealth, *, init: bool) -> str:
+    """The plugin container's last error line (the previous instance's first), or "".
+
+    A crash-looping or stuck container's state is the symptom; its last error before it
+    exited or while it waits is the cause, so the finding quotes it.
+    """
+    wanted = INIT_CONTAINER if init else GPU_CONTAINER
+    logs = [lg for lg in plugin_logs(snapshot, health) if lg.container == wanted]
+    for log in sorted(logs, key=lambda lg: not lg.previous):
+        lines = [ln.strip() for ln in log.text.splitlines() if ln.strip()]
+        for line in reversed(lines):
+            if _ERROR_LINE.search(line):
+                return line
+    return ""

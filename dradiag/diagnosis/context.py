@@ -313,9 +313,7 @@ class ClaimWalk:
         # publish on the claim's nodes are the candidates; with no node yet, every driver
         # publishing at all. Only when nothing is published is the NVIDIA driver assumed.
         if self.snapshot.is_collected(Kind.RESOURCE_SLICE):
-            pods_nodes = [
-                str(n) for p in self.pods if (n := (p.get("spec") or {}).get("nodeName"))
-            ]
+            pods_nodes = [str(n) for p in self.pods if (n := (p.get("spec") or {}).get("nodeName"))]
             on_nodes = {
                 str((s.get("spec") or {}).get("driver") or "")
                 for n in pods_nodes

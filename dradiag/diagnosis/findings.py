@@ -171,7 +171,7 @@ def _with_cause(finding: Finding, phase: Phase, rulebook: Any | None) -> Finding
     if (
         phase not in _CHAINED_PHASES
         or finding.severity is not Severity.ERROR
-        or _specificity(finding, rulebook) < 2
+        or _specificity(finding, rulebook) < 1
     ):
         return finding
     quoted = next(
@@ -195,13 +195,15 @@ def _with_cause(finding: Finding, phase: Phase, rulebook: Any | None) -> Finding
 
 
 def _specificity(finding: Finding, rulebook: Any | None) -> int:
-    """0: a specific cause; 1: the plugin's state; 2: an umbrella symptom or a catch-all."""
+    """0: a specific cause; 1: a catch-all message rule; 2: the plugin's state; 3: an
+    umbrella symptom."""
     if finding.rule in UMBRELLA_RULES:
+        return 3
+    if finding.rule in ph.RULE_IDS:
+        # The plugin's state (crash-looping, stuck): what its log says is the cause.
         return 2
     rule = rulebook.get(finding.rule) if rulebook is not None else None
     if rule is not None and getattr(rule, "fallback", False):
-        return 2
-    if finding.rule in ph.RULE_IDS:
         return 1
     return 0
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from dradiag.analyses import plugin_health as ph
+from dradiag.analyses.error_chain import clip_middle
 from dradiag.diagnosis.context import ClaimWalk
 from dradiag.diagnosis.findings import as_historical, phase_result
 from dradiag.diagnosis.model import PhaseResult
@@ -166,6 +167,14 @@ def _compute_candidate_pool_findings(snap: Snapshot, drivers: Sequence[str]) -> 
     return out
 
 
+def _with_log_cause(walk: ClaimWalk, health: ph.PluginHealth, finding: Finding) -> Finding:
+    """A crash-looping or stuck plugin container's finding, with its last error as cause."""
+    if finding.cause or finding.rule not in (ph.PLUGIN_CRASHLOOP, ph.PLUGIN_INIT_WAITING):
+        return finding
+    line = ph.last_error_line(walk.snapshot, health, init=finding.rule == ph.PLUGIN_INIT_WAITING)
+    return replace(finding, cause=clip_middle(line, 200)) if line else finding
+
+
 def phase_publication(walk: ClaimWalk) -> PhaseResult:
     """Slices exist for the driver on the claim's nodes; pools valid; plugin healthy."""
     phase = Phase.PUBLICATION
@@ -259,7 +268,7 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
         ]
         matched = {h.finding.rule for h in plugin_hits}
         findings += [
-            f
+            _with_log_cause(walk, health, f)
             for f in ph.plugin_findings(
                 health, blocking=blocking, has_slices=bool(node_slices) or not slices_collected
             )

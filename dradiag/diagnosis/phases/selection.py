@@ -75,6 +75,11 @@ def _to_allocation(finding: Finding) -> Finding:
     )
 
 
+def _breaks(findings: Sequence[Finding]) -> bool:
+    """True when a selection finding (not a count or constraint) is an error."""
+    return any(f.severity is Severity.ERROR and f.rule not in ALLOCATION_SHAPED for f in findings)
+
+
 def _class_free(walk: ClaimWalk, classes: Sequence[str]) -> Snapshot:
     """The walk's slices with a selector-less DeviceClass for each class the claim names.
 
@@ -137,29 +142,28 @@ def _selection_result(walk: ClaimWalk, findings: list[Finding]) -> PhaseResult:
 def _selection_without_classes(
     walk: ClaimWalk, classes: Sequence[str], findings: list[Finding]
 ) -> PhaseResult:
-    """Slices are in hand but no DeviceClass: decide what can be decided.
+    """Slices are in hand but no DeviceClass: decide what can be decided, never ok.
 
-    The NVIDIA driver's classes are known (``DRA-SEL-BUILTIN-CLASSES`` says they were
-    used); for any other class, a request whose own selectors match no published device
-    is broken whatever the class says, and otherwise the phase stays unknown.
+    Class selectors only narrow what a request's own selectors match, so a request that
+    matches no published device without them is broken whatever its class says. Failing
+    that, the NVIDIA driver's classes are known (``DRA-SEL-BUILTIN-CLASSES`` says they were
+    used): a request they leave without devices is broken under the driver's own class.
+    A match proves nothing (the cluster's class may say more), so the phase stays unknown.
     """
     phase = Phase.SELECTION
-    analysed = _selection_analysis(walk, builtin_classes=True)
-    if not any(f.rule == SEL_CLASS_NOT_FOUND for f in analysed):
-        result = _selection_result(walk, findings + analysed)
-        return replace(
-            result,
-            basis_detail="DeviceClasses not collected: the NVIDIA driver's built-in "
-            f"definitions of {', '.join(classes)} were used",
-        )
     free = _selection_analysis(walk, _class_free(walk, classes))
-    broken = [f for f in free if f.severity is Severity.ERROR and f.rule not in ALLOCATION_SHAPED]
-    if broken:
-        result = _selection_result(walk, findings + free)
+    if _breaks(free):
         return replace(
-            result,
+            _selection_result(walk, findings + free),
             basis_detail="DeviceClasses not collected: the request selectors alone match no "
             "published device, so no class can make them match",
+        )
+    analysed = _selection_analysis(walk, builtin_classes=True)
+    if not any(f.rule == SEL_CLASS_NOT_FOUND for f in analysed) and _breaks(analysed):
+        return replace(
+            _selection_result(walk, findings + analysed),
+            basis_detail="DeviceClasses not collected: the NVIDIA driver's built-in "
+            f"definitions of {', '.join(classes)} were used",
         )
     findings.append(
         walk.not_collected(
