@@ -22,7 +22,7 @@ Nothing here raises on odd input: a missing or junk version is simply not return
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,6 +137,21 @@ def _control_plane(snapshot: Snapshot, component: str) -> list[ComponentVersion]
     return []
 
 
+_LAST_CONTROL_PLANE: list[tuple[Snapshot, dict[str, list[ComponentVersion]]]] = []
+"""The control-plane readings of the last Snapshot asked about. Finding them walks every
+pod, and a scan asks once per claim; one entry, compared by identity, so a Snapshot is
+never confused with another and at most one is kept alive."""
+
+
+def _control_plane_cached(snapshot: Snapshot, component: str) -> list[ComponentVersion]:
+    if not _LAST_CONTROL_PLANE or _LAST_CONTROL_PLANE[0][0] is not snapshot:
+        _LAST_CONTROL_PLANE[:] = [(snapshot, {})]
+    cache = _LAST_CONTROL_PLANE[0][1]
+    if component not in cache:
+        cache[component] = _control_plane(snapshot, component)
+    return cache[component]
+
+
 def _plugin_pods(snapshot: Snapshot, node: str | None) -> list[K8sObject]:
     pods = snapshot.pods_on_node(node) if node is not None else list(snapshot.pods)
     return sorted(
@@ -196,14 +211,9 @@ def component_versions(
     if component == "kubelet" or component in _RUNTIME_PREFIX:
         return _from_nodes(snapshot, component, node)
     if component in CONTROL_PLANE:
-        return _control_plane(snapshot, component)
+        return list(_control_plane_cached(snapshot, component))
     if component == "nvidia-dra-driver":
         return _dra_driver(snapshot, component, node)
     if component == "nvidia-gpu-driver":
         return _gpu_driver(snapshot, component, node)
     return []
-
-
-def nodes_of(snapshot: Snapshot, names: Sequence[str]) -> list[str]:
-    """The names among ``names`` that are Nodes of the snapshot, in order, once each."""
-    return [n for n in dict.fromkeys(names) if n and snapshot.node(n) is not None]

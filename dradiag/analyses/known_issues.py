@@ -80,13 +80,55 @@ def _node_of(snapshot: Snapshot, hit: RuleHit) -> str | None:
     return None
 
 
+def _known_issue(rule: Rule) -> KnownIssueMatch:
+    assert rule.match is not None and rule.match.known_issue is not None
+    return rule.match.known_issue
+
+
+def _evidence_nodes(
+    snapshot: Snapshot, events: Sequence[K8sObject], logs: Sequence[ContainerLog]
+) -> list[str]:
+    """Nodes the events and logs in scope come from (the event's host, the pod's node)."""
+    out: list[str] = []
+    for ev in events:
+        host = (ev.get("source") or {}).get("host")
+        if host:
+            out.append(str(host))
+        involved = ev.get("involvedObject") or {}
+        if involved.get("kind") == "Pod":
+            pod = snapshot.pod(
+                str(involved.get("namespace") or ""), str(involved.get("name") or "")
+            )
+            if node := ((pod or {}).get("spec") or {}).get("nodeName"):
+                out.append(str(node))
+    for log in logs:
+        pod = snapshot.pod(log.namespace or "", log.pod)
+        if node := ((pod or {}).get("spec") or {}).get("nodeName"):
+            out.append(str(node))
+    return out
+
+
+class _Readings:
+    """Component versions read once per (component, node) for one call."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._cache: dict[tuple[str, str | None], list[ComponentVersion]] = {}
+
+    def get(self, component: str, node: str | None) -> list[ComponentVersion]:
+        key = (component, node if component in PER_NODE else None)
+        if key not in self._cache:
+            self._cache[key] = component_versions(self.snapshot, component, key[1])
+        return self._cache[key]
+
+
 def _affected_version(
-    snapshot: Snapshot, ki: KnownIssueMatch, nodes: Sequence[str | None]
+    readings: _Readings, ki: KnownIssueMatch, nodes: Sequence[str | None]
 ) -> ComponentVersion | None:
     """The first reading of the component on ``nodes`` that is affected, if any."""
     seen: set[str] = set()
     for node in nodes if ki.component in PER_NODE else [None]:
-        for cv in component_versions(snapshot, ki.component, node):
+        for cv in readings.get(ki.component, node):
             if cv.ref in seen:
                 continue
             seen.add(cv.ref)
@@ -195,14 +237,19 @@ def match_known_issues(
     scope_nodes: list[str | None] = list(
         nodes if nodes is not None else [name_of(n) for n in snapshot.nodes]
     )
+    # Versions first: they are a few look-ups, matching symptoms is not. On a cluster
+    # whose components are all fixed (the usual case) no symptom is matched at all.
+    readings = _Readings(snapshot)
+    in_scope = list(dict.fromkeys([*scope_nodes, *_evidence_nodes(snapshot, events, logs)]))
+    if not any(_affected_version(readings, _known_issue(r), in_scope) for r in rules):
+        return []
     parts = _part_hits(rulebook, events, logs, objects)
     hits: list[RuleHit] = []
     for rule in rules:
-        assert rule.match is not None and rule.match.known_issue is not None
-        ki = rule.match.known_issue
+        ki = _known_issue(rule)
         if not ki.symptom:
             for node in scope_nodes if ki.component in PER_NODE else [None]:
-                cv = _affected_version(snapshot, ki, [node])
+                cv = _affected_version(readings, ki, [node])
                 if cv is not None:
                     hits.append(_hit(rule, ki, cv, None, ()))
             continue
@@ -214,7 +261,7 @@ def match_known_issues(
         for primary in primary_hits:
             node = _node_of(snapshot, primary)
             candidates: list[str | None] = [node] if node else scope_nodes
-            cv = _affected_version(snapshot, ki, candidates)
+            cv = _affected_version(readings, ki, candidates)
             if cv is not None:
                 hits.append(_hit(rule, ki, cv, primary, others))
     return sorted(hits, key=_sort_key)

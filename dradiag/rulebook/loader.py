@@ -32,7 +32,8 @@ class Rulebook:
     _events: dict[str | None, list[Rule]] = field(default_factory=dict, repr=False, compare=False)
     """Event rules by the exact reason they name; under None, those naming none."""
     _symptoms: dict[str, Rulebook] = field(default_factory=dict, repr=False, compare=False)
-    """Per symptom part (event, log, object): the known-issue rules reduced to that part."""
+    """Per symptom part key: the known-issue rules reduced to that part; under ``""``,
+    the known-issue rules themselves."""
 
     @classmethod
     def from_rules(cls, rules: Iterable[Rule], *, location: str = "") -> Rulebook:
@@ -80,7 +81,10 @@ class Rulebook:
     @property
     def known_issues(self) -> tuple[Rule, ...]:
         """Rules with a ``match.known_issue`` block, in catalogue order."""
-        return tuple(r for r in self.rules if r.match is not None and r.match.known_issue)
+        if "" not in self._symptoms:
+            known = tuple(r for r in self.rules if r.match is not None and r.match.known_issue)
+            self._symptoms[""] = Rulebook(rules=known, location=self.location)
+        return self._symptoms[""].rules
 
     def symptom_rulebook(self, key: str) -> Rulebook:
         """The known-issue rules whose symptom has part ``key`` (``event``, ``log``,
