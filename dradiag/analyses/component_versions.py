@@ -28,7 +28,7 @@ from typing import Any
 
 from dradiag.analyses import plugin_health as ph
 from dradiag.rulebook.versions import Version, parse_component_version
-from dradiag.snapshot.model import K8sObject, Snapshot, name_of, namespace_of
+from dradiag.snapshot.model import K8sObject, Kind, Snapshot, name_of, namespace_of
 
 CONTROL_PLANE = ("kube-scheduler", "kube-apiserver")
 _RUNTIME_PREFIX = {"containerd": "containerd://", "cri-o": "cri-o://"}
@@ -109,7 +109,9 @@ def _containers(pod: K8sObject) -> list[Mapping[str, Any]]:
 
 def _control_plane(snapshot: Snapshot, component: str) -> list[ComponentVersion]:
     out: list[ComponentVersion] = []
-    for pod in snapshot.pods:
+    # ``mentioning`` decodes only the pods whose text holds the name: reading every pod of
+    # a 100,000-pod --from input for two static pods would undo its deferred loading.
+    for pod in snapshot.mentioning(Kind.POD, component):
         if namespace_of(pod) != "kube-system":
             continue
         labels = (pod.get("metadata") or {}).get("labels") or {}
@@ -153,7 +155,11 @@ def _control_plane_cached(snapshot: Snapshot, component: str) -> list[ComponentV
 
 
 def _plugin_pods(snapshot: Snapshot, node: str | None) -> list[K8sObject]:
-    pods = snapshot.pods_on_node(node) if node is not None else list(snapshot.pods)
+    pods = (
+        snapshot.pods_on_node(node)
+        if node is not None
+        else snapshot.mentioning(Kind.POD, "kubelet-plugin")
+    )
     return sorted(
         (p for p in pods if ph.is_plugin_pod(p)), key=lambda p: (namespace_of(p), name_of(p))
     )
