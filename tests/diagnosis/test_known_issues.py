@@ -83,3 +83,49 @@ def test_an_affected_kubelet_without_the_symptom_adds_nothing(k8s: ModuleType) -
     diagnosis = diagnose_claim(_snapshot(k8s, "v1.34.1", with_event=False), "ml", "train-gpu")
     rules = {f.rule for p in diagnosis.phases for f in p.findings}
     assert not {r for r in rules if "-KI-" in r}, rules
+
+
+def _scheduler(image: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "kube-scheduler-cp-1",
+            "namespace": "kube-system",
+            "labels": {"component": "kube-scheduler"},
+        },
+        "spec": {"nodeName": "cp-1", "containers": [{"name": "kube-scheduler", "image": image}]},
+    }
+
+
+def test_a_claim_level_known_issue_reaches_the_per_pod_prepare_phase(k8s: ModuleType) -> None:
+    claim = k8s.claim(allocated=["gpu-0"], reserved_for=[("train-0", k8s.POD_UID)])
+    claim["status"]["allocation"]["devices"]["config"] = [
+        {"source": "FromClass", "opaque": {"driver": "gpu.nvidia.com", "parameters": {}}}
+    ]
+
+    def prepare_rules(scheduler_image: str) -> list[str]:
+        objects = {
+            Kind.RESOURCE_SLICE: [k8s.resource_slice()],
+            Kind.DEVICE_CLASS: [k8s.device_class()],
+            Kind.RESOURCE_CLAIM: [claim],
+            Kind.POD: [k8s.pod(state="creating"), k8s.plugin_pod(), _scheduler(scheduler_image)],
+            Kind.NODE: [_node(k8s, "v1.34.3")],
+        }
+        coverage = {k: KindRecord(kind=k, coverage=Coverage.COLLECTED) for k in Kind}
+        snapshot = Snapshot(
+            objects={k: [normalize(k, copy.deepcopy(o)) for o in v] for k, v in objects.items()},
+            logs=[],
+            coverage=coverage,
+            source=SourceInfo(kind="live", collected_at=k8s.COLLECTED_AT),
+        )
+        diagnosis = diagnose_claim(snapshot, "ml", "train-gpu")
+        prepare = next(p for p in diagnosis.phases if p.phase is Phase.PREPARE)
+        return [f.rule for f in prepare.findings]
+
+    assert "DRA-PREP-KI-SCHED-FROMCLASS-CONFIG" in prepare_rules(
+        "registry.k8s.io/kube-scheduler:v1.34.1"
+    )
+    assert "DRA-PREP-KI-SCHED-FROMCLASS-CONFIG" not in prepare_rules(
+        "registry.k8s.io/kube-scheduler:v1.34.2"
+    )
