@@ -38,8 +38,6 @@ NVIDIA_DRIVER = "gpu.nvidia.com"
 """The driver dradiag knows best; the default when a claim's driver cannot be derived."""
 MAX_PLUGIN_NODES = 20
 """Plugin pods examined when the claim has no node yet and its driver publishes nothing."""
-MAX_KNOWN_ISSUE_SLICES = 200
-"""ResourceSlices a known-issue symptom is looked for in, for a claim with no node yet."""
 
 
 _RESOURCE_OF_KIND: Mapping[Kind, str] = {
@@ -98,19 +96,13 @@ def optional_rulebook() -> Any | None:
     return load_rulebook()
 
 
-def optional_matcher(name: str, module: str = "rule_matching") -> Callable[..., Any] | None:
-    import importlib
-
+def optional_matcher(name: str) -> Callable[..., Any] | None:
     try:
-        found = importlib.import_module(f"dradiag.analyses.{module}")
+        from dradiag.analyses import rule_matching
     except ImportError:
         return None
-    fn = getattr(found, name, None)
+    fn = getattr(rule_matching, name, None)
     return fn if callable(fn) else None
-
-
-_PER_POD_PHASES = frozenset({Phase.PREPARE, Phase.INJECTION, Phase.WORKLOAD})
-"""Phases that read rule hits per pod: a claim-level hit there is tied to each bound pod."""
 
 
 def pod_key(pod: K8sObject) -> str:
@@ -384,59 +376,10 @@ class ClaimWalk:
                         )
         # Known issues first: a version-matched cause decides its phase ahead of the
         # generic rule on the same symptom (their rules also supersede it).
-        self._hits = self._known_issue_hits() + out
-        return self._hits
+        from dradiag.diagnosis.known_issue_hits import known_issue_hits
 
-    def _known_issue_hits(self) -> list[RuleHit]:
-        """Known-issue rules over this claim's evidence (analyses/known_issues.py), each
-        tied to its pod; a claim-level one to every bound pod, as phases read per pod."""
-        match_known = optional_matcher("match_known_issues", "known_issues")
-        if self.rulebook is None or match_known is None or not self.rulebook.known_issues:
-            return []
-        plugin_pods = [
-            h.pod for n in self.publication_nodes() if (h := self.plugin(n)).pod is not None
-        ]
-        pods = [*plugin_pods, *self.pods]
-        events = [*self.claim_events()] + [e for p in self.pods for e in self.pod_events(p)]
-        logs = [
-            log
-            for n in self.publication_nodes()
-            for log in ph.plugin_logs(self.snapshot, self.plugin(n))
-        ] + [log for p in self.pods for log in self.snapshot.logs_for(namespace_of(p), name_of(p))]
-        nodes = self.nodes() or self.publication_nodes()
-        objects: list[tuple[str, K8sObject]] = [("ResourceClaim", self.claim)]
-        objects += [("Pod", p) for p in pods]
-        objects += [("Node", n) for name in nodes if (n := self.snapshot.node(name)) is not None]
-        slices = [s for name in nodes for s in self.snapshot.slices_for(node=name)]
-        if not nodes:
-            slices = [s for d in self.drivers() for s in self.snapshot.slices_for(driver=d)]
-        objects += [("ResourceSlice", s) for s in slices[:MAX_KNOWN_ISSUE_SLICES]]
-        by_key = {(namespace_of(p), name_of(p)): p for p in pods}
-        out: list[RuleHit] = []
-        for hit in match_known(
-            self.rulebook,
-            self.snapshot,
-            events=events,
-            logs=logs,
-            objects=objects,
-            nodes=nodes,
-        ):
-            subject = hit.subject
-            pod = by_key.get((subject.namespace, subject.name)) if subject.kind == "Pod" else None
-            previous = "(previous)" in hit.evidence.ref
-            targets: list[K8sObject | None] = [pod]
-            if pod is None and hit.rule.phase in _PER_POD_PHASES:
-                targets = [*self.bound_pods()] or [None]
-            for target in targets:
-                out.append(
-                    RuleHit(
-                        finding=hit.to_finding(),
-                        pod=target,
-                        log_previous=previous,
-                        log_container=subject.container or "",
-                    )
-                )
-        return out
+        self._hits = known_issue_hits(self) + out
+        return self._hits
 
     def hits_for(self, phase: Phase) -> list[RuleHit]:
         return [h for h in self.hits() if h.finding.phase is phase]
