@@ -593,8 +593,12 @@ def match_objects(rulebook: Rulebook, kind: str, objects: Iterable[K8sObject]) -
 
 
 def match_snapshot(rulebook: Rulebook, snapshot: Snapshot) -> list[RuleHit]:
-    """Every data rule over a whole Snapshot: its events, logs and objects, sorted."""
-    hits = match_events(rulebook, snapshot.events)
+    """Every data rule over a whole Snapshot: its events, logs and objects, and the known
+    issues whose version and symptom it shows, sorted."""
+    from dradiag.analyses.known_issues import match_known_issues
+
+    hits = match_known_issues(rulebook, snapshot)
+    hits += match_events(rulebook, snapshot.events)
     hits += match_logs(rulebook, snapshot.logs)
     for kind, objects in (
         ("Pod", snapshot.pods),

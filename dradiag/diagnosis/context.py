@@ -434,8 +434,12 @@ class ClaimWalk:
                         )
         if self.rulebook is not None and match_events is not None and match_logs is not None:
             out += self._component_hits(match_events, match_logs)
-        self._hits = out
-        return out
+        # Known issues first: a version-matched cause decides its phase ahead of the
+        # generic rule on the same symptom (their rules also supersede it).
+        from dradiag.diagnosis.known_issue_hits import known_issue_hits
+
+        self._hits = known_issue_hits(self) + out
+        return self._hits
 
     def _component_hits(
         self, match_events: Callable[..., Any], match_logs: Callable[..., Any]

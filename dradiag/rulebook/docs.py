@@ -41,7 +41,15 @@ def evidence_kinds(rule: Rule) -> tuple[str, ...]:
     """What a rule reads: ``event``, ``log``, ``object``, or ``code`` for code-backed ones."""
     if rule.match is None:
         return ("code",)
-    return tuple(k for k in ("event", "log", "object") if getattr(rule.match, k) is not None)
+    ki = rule.match.known_issue
+    if ki is not None:
+        kinds = {k for _key, part in ki.symptom for k in _kinds(part)}
+        return ("version", *(k for k in ("event", "log", "object") if k in kinds))
+    return _kinds(rule.match)
+
+
+def _kinds(match: Any) -> tuple[str, ...]:
+    return tuple(k for k in ("event", "log", "object") if getattr(match, k) is not None)
 
 
 def rule_row(rule: Rule) -> dict[str, Any]:
@@ -74,10 +82,31 @@ def rule_document(rule: Rule) -> dict[str, Any]:
 
 
 def match_summary(rule: Rule) -> dict[str, Any]:
-    """The match block as written (patterns as source text), for reading and JSON."""
+    """The match block as written (patterns as source text), for reading and JSON.
+
+    A known issue reads as its version facts, then one entry per symptom part
+    (``symptom event``, ``symptom object``, ``symptom object#2``)."""
     assert rule.match is not None
+    ki = rule.match.known_issue
+    if ki is None:
+        return _part_summary(rule.match)
+    out: dict[str, Any] = {
+        "known_issue": {
+            "component": ki.component,
+            "affected": [str(r) for r in ki.affected],
+            "fixed_in": list(ki.fixed_in),
+            "upstream": ki.upstream,
+        }
+    }
+    for key, part in ki.symptom:
+        for kind, spec in _part_summary(part).items():
+            out[f"symptom {key}" if key.startswith(kind) else f"symptom {kind}"] = spec
+    return out
+
+
+def _part_summary(match: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    em = rule.match.event
+    em = match.event
     if em is not None:
         event: dict[str, Any] = {}
         if em.reasons:
@@ -92,7 +121,7 @@ def match_summary(rule: Rule) -> dict[str, Any]:
         if em.source is not None:
             event["source"] = em.source.source
         out["event"] = event
-    lm = rule.match.log
+    lm = match.log
     if lm is not None:
         log: dict[str, Any] = {"pattern": [p.source for p in lm.patterns]}
         if lm.container is not None:
@@ -100,7 +129,7 @@ def match_summary(rule: Rule) -> dict[str, Any]:
         if lm.pod is not None:
             log["pod"] = lm.pod.source
         out["log"] = log
-    om = rule.match.object
+    om = match.object
     if om is not None:
         out["object"] = {
             "kind": om.kind,

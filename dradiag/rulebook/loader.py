@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,9 @@ class Rulebook:
     _aliases: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     _events: dict[str | None, list[Rule]] = field(default_factory=dict, repr=False, compare=False)
     """Event rules by the exact reason they name; under None, those naming none."""
+    _symptoms: dict[str, Rulebook] = field(default_factory=dict, repr=False, compare=False)
+    """Per symptom part key: the known-issue rules reduced to that part; under ``""``,
+    the known-issue rules themselves."""
 
     @classmethod
     def from_rules(cls, rules: Iterable[Rule], *, location: str = "") -> Rulebook:
@@ -74,6 +77,41 @@ class Rulebook:
                 for reason_named in em.reasons or (None,):
                     self._events.setdefault(reason_named, []).append(rule)
         return self._events.get(reason, []) + self._events[None]
+
+    @property
+    def known_issues(self) -> tuple[Rule, ...]:
+        """Rules with a ``match.known_issue`` block, in catalogue order."""
+        if "" not in self._symptoms:
+            known = tuple(r for r in self.rules if r.match is not None and r.match.known_issue)
+            self._symptoms[""] = Rulebook(rules=known, location=self.location)
+        return self._symptoms[""].rules
+
+    def symptom_rulebook(self, key: str) -> Rulebook:
+        """The known-issue rules whose symptom has part ``key`` (``event``, ``log``,
+        ``object``, ``object#2``...), each reduced to that part: the ordinary matchers then
+        find the symptom's evidence. Built once per rulebook, since every claim of a scan
+        asks for it."""
+        if key not in self._symptoms:
+            derived = []
+            for rule in self.known_issues:
+                assert rule.match is not None and rule.match.known_issue is not None
+                for part_key, part in rule.match.known_issue.symptom:
+                    if part_key == key:
+                        derived.append(
+                            replace(rule, match=part, aliases=(), supersedes=(), fallback=False)
+                        )
+            self._symptoms[key] = Rulebook.from_rules(derived, location=self.location)
+        return self._symptoms[key]
+
+    @property
+    def symptom_keys(self) -> tuple[str, ...]:
+        """Every symptom part key the known-issue rules use, events and logs first."""
+        keys = {k for r in self.known_issues for k, _ in r.match.known_issue.symptom}  # type: ignore[union-attr]
+        return tuple(
+            sorted(
+                keys, key=lambda k: (("event", "log").index(k) if k in ("event", "log") else 2, k)
+            )
+        )
 
     def by_phase(self, phase: Phase | str) -> tuple[Rule, ...]:
         """Rules of one phase, sorted by id."""

@@ -18,6 +18,16 @@ The match vocabulary, all optional, any of which fires the rule:
            ``exists``) or ``where:``, a list of ``{path, test}`` that must all hold on the
            *same* selected element; ``not: true`` negates one; ``capture:`` maps names to
            paths read from that element for the explain text.
+
+``known_issue`` (alone: it replaces the three above) a published bug of one component:
+           ``component`` (one of ``KNOWN_COMPONENTS``), ``affected`` (a list of
+           ``{introduced, fixed}`` ranges, one per release branch, as Kubernetes
+           backports fixes), ``fixed_in`` and ``upstream`` (the issue or PR URL), and an
+           optional ``symptom`` of ``event``/``log``/``object`` blocks as above that must
+           *all* be present. It fires when the version is affected and the symptom is
+           there; a rule without a symptom fires on the version alone, so it may not be an
+           error. The explain text may use ``{component}``, ``{version}``,
+           ``{fixed_in}`` and ``{upstream}``.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from typing import Any
 
 from dradiag.errors import InputError
 from dradiag.rulebook.patterns import Pattern, PatternError, compile_pattern
+from dradiag.rulebook.versions import VersionRange, parse_component_version
 from dradiag.vocabulary import Phase, Severity
 
 PHASE_CODES: Mapping[str, Phase] = {
@@ -81,6 +92,20 @@ CONTEXT_FIELDS: Mapping[str, frozenset[str]] = {
     "object": frozenset({"kind", "namespace", "name", "object", "pod", "claim", "node"}),
 }
 """Placeholders the matcher fills in besides regex captures, per evidence type."""
+
+KNOWN_COMPONENTS: tuple[str, ...] = (
+    "kubelet",
+    "kube-scheduler",
+    "kube-apiserver",
+    "containerd",
+    "cri-o",
+    "nvidia-dra-driver",
+    "nvidia-gpu-driver",
+)
+"""Components whose versions ``analyses/component_versions.py`` reads from a Snapshot."""
+
+KNOWN_ISSUE_FIELDS = frozenset({"component", "version", "fixed_in", "upstream", "affected"})
+"""Placeholders a known-issue rule's explain may use besides its symptom's."""
 
 _TOP_KEYS = frozenset(
     {
@@ -161,12 +186,42 @@ class ObjectMatch:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class KnownIssueMatch:
+    """A published bug: the component, the versions it affects, and what it looks like."""
+
+    component: str
+    affected: tuple[VersionRange, ...]
+    fixed_in: tuple[str, ...]
+    """The releases with the fix, one per branch that got it (``1.34.4``, ``1.35.1``)."""
+    upstream: str
+    symptom: tuple[tuple[str, Match], ...] = ()
+    """The evidence that must all be present, one part per entry: (key, a Match with one
+    field set); keys are ``event``, ``log``, ``object``, ``object#2``... Empty: the
+    version alone fires the rule."""
+
+    @property
+    def fixed_in_text(self) -> str:
+        """``1.34.4`` or ``1.34.4 / 1.35.1``: what the explain text cites."""
+        return " / ".join(self.fixed_in)
+
+    @property
+    def affected_text(self) -> str:
+        """The ranges as people read them: ``>=1.34.0 <1.34.2; >=1.35.0 <1.35.1``."""
+        return "; ".join(str(r) for r in self.affected)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Match:
-    """The evidence a data rule fires on; any of the parts may fire it."""
+    """The evidence a data rule fires on; any of the parts may fire it.
+
+    ``known_issue`` stands alone: its own ``symptom`` holds the event/log/object parts,
+    and all of them must match (the matchers of the other parts skip such a rule).
+    """
 
     event: EventMatch | None = None
     log: LogMatch | None = None
     object: ObjectMatch | None = None
+    known_issue: KnownIssueMatch | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -463,7 +518,13 @@ def _match(raw: Any, where: _Where) -> Match | None:
         return None
     if not isinstance(raw, Mapping) or not raw:
         raise where.fail("match", "must be a mapping with event, log and/or object")
-    _only(raw, frozenset({"event", "log", "object"}), "match", where)
+    _only(raw, frozenset({"event", "log", "object", "known_issue"}), "match", where)
+    if "known_issue" in raw:
+        if len(raw) > 1:
+            raise where.fail(
+                "match.known_issue", "stands alone: put event, log and object under its symptom"
+            )
+        return Match(known_issue=_known_issue(raw["known_issue"], where))
     return Match(
         event=_event_match(raw["event"], where) if "event" in raw else None,
         log=_log_match(raw["log"], where) if "log" in raw else None,
@@ -471,9 +532,112 @@ def _match(raw: Any, where: _Where) -> Match | None:
     )
 
 
+class _Prefixed(_Where):
+    """A ``_Where`` whose field names sit under a parent (``match.known_issue.symptom.``)."""
+
+    def __init__(self, parent: _Where, prefix: str, strip: str = "match.") -> None:
+        super().__init__(parent.path, parent.line, parent.rule_id)
+        self.prefix, self.strip = prefix, strip
+
+    def fail(self, field: str, reason: str) -> RuleFileError:
+        if field.startswith(self.strip):
+            field = field[len(self.strip) :]
+        return super().fail(f"{self.prefix}{field}", reason)
+
+
+_KNOWN_ISSUE_KEYS = frozenset({"component", "affected", "fixed_in", "upstream", "symptom"})
+_UPSTREAM = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|commit)/\w+$")
+
+
+def _known_issue(raw: Any, where: _Where) -> KnownIssueMatch:
+    field = "match.known_issue"
+    if not isinstance(raw, Mapping):
+        raise where.fail(field, "must be a mapping")
+    _only(raw, _KNOWN_ISSUE_KEYS, field, where)
+    for key in ("component", "affected", "fixed_in", "upstream"):
+        if key not in raw:
+            raise where.fail(f"{field}.{key}", "is required")
+    component = raw["component"]
+    if component not in KNOWN_COMPONENTS:
+        raise where.fail(
+            f"{field}.component", f"{component!r} is not one of {', '.join(KNOWN_COMPONENTS)}"
+        )
+    upstream = raw["upstream"]
+    if not isinstance(upstream, str) or not _UPSTREAM.match(upstream):
+        raise where.fail(f"{field}.upstream", "must be a GitHub issue, pull request or commit URL")
+    items = raw["affected"]
+    if not isinstance(items, list) or not items:
+        raise where.fail(f"{field}.affected", "must be a non-empty list of {introduced, fixed}")
+    ranges: list[VersionRange] = []
+    for i, item in enumerate(items):
+        item_field = f"{field}.affected[{i}]"
+        if not isinstance(item, Mapping) or not item:
+            raise where.fail(item_field, "must be a mapping with introduced and/or fixed")
+        _only(item, frozenset({"introduced", "fixed"}), item_field, where)
+        bounds = {}
+        for key in ("introduced", "fixed"):
+            if key not in item:
+                continue
+            version = parse_component_version(component, item[key])
+            if version is None or version.patch is None:
+                raise where.fail(
+                    f"{item_field}.{key}",
+                    f"{item[key]!r} is not a {component} version (major.minor.patch)",
+                )
+            bounds[key] = version
+        low, high = bounds.get("introduced"), bounds.get("fixed")
+        if low is not None and high is not None and low.key() >= high.key():
+            raise where.fail(item_field, f"introduced {low} is not below fixed {high}")
+        ranges.append(VersionRange(introduced=low, fixed=high))
+    fixed_in = _str_list(raw["fixed_in"], f"{field}.fixed_in", where)
+    if not fixed_in:
+        raise where.fail(f"{field}.fixed_in", "names the release(s) with the fix")
+    for text in fixed_in:
+        fixed_version = parse_component_version(component, text)
+        if fixed_version is None:
+            raise where.fail(f"{field}.fixed_in", f"{text!r} is not a {component} version")
+        if not any(r.fixed is not None and r.fixed.key() == fixed_version.key() for r in ranges):
+            raise where.fail(f"{field}.fixed_in", f"{text} is the fixed bound of no range")
+    symptom: list[tuple[str, Match]] = []
+    if "symptom" in raw:
+        sraw = raw["symptom"]
+        sfield = f"{field}.symptom"
+        if not isinstance(sraw, Mapping) or not sraw:
+            raise where.fail(sfield, "must be a mapping with event, log and/or object")
+        _only(sraw, frozenset({"event", "log", "object"}), sfield, where)
+        at = _Prefixed(where, f"{sfield}.")
+        if "event" in sraw:
+            symptom.append(("event", Match(event=_event_match(sraw["event"], at))))
+        if "log" in sraw:
+            symptom.append(("log", Match(log=_log_match(sraw["log"], at))))
+        objects = sraw.get("object")
+        items = objects if isinstance(objects, list) else [objects] if objects is not None else []
+        if isinstance(objects, list) and not objects:
+            raise where.fail(f"{sfield}.object", "must not be an empty list")
+        for i, item in enumerate(items):
+            key = "object" if i == 0 else f"object#{i + 1}"
+            part = (
+                _Prefixed(where, f"{sfield}.object[{i}]", strip="match.object")
+                if len(items) > 1
+                else at
+            )
+            symptom.append((key, Match(object=_object_match(item, part))))
+    return KnownIssueMatch(
+        component=str(component),
+        affected=tuple(ranges),
+        fixed_in=fixed_in,
+        upstream=upstream,
+        symptom=tuple(symptom),
+    )
+
+
 def _available_names(match: Match) -> frozenset[str]:
     """Everything an explain template of this match may name."""
     names: set[str] = set()
+    if match.known_issue is not None:
+        names |= KNOWN_ISSUE_FIELDS | {"node"}
+        for _key, part in match.known_issue.symptom:
+            names |= _available_names(part)
     if match.event is not None:
         names |= CONTEXT_FIELDS["event"]
         for p in match.event.messages:
@@ -545,6 +709,13 @@ def validate_rule(raw: Any, *, path: str, line: int | None = None) -> Rule:
         # A code-backed rule may still supersede others (it names the cause they only
         # describe); a fallback is by definition a match of last resort.
         raise where.fail("match", "fallback needs a match")
+    if match is not None and match.known_issue is not None:
+        if not match.known_issue.symptom and severity is Severity.ERROR:
+            raise where.fail(
+                "severity",
+                "a known issue without a symptom cannot be an error: the version "
+                "alone proves no failure",
+            )
     if match is not None:
         unknown = sorted(explain_placeholders(explain) - _available_names(match))
         if unknown:

@@ -104,6 +104,9 @@ class SourceInfo:
     collected_at: str | None = None
     server_version: str | None = None
     """``major.minor`` of the API server when known; the allocator depends on it."""
+    server_git_version: str | None = None
+    """The API server's full ``gitVersion`` (``v1.34.2-eks-…``) when known: known-issue
+    rules compare patch releases."""
     served_versions: tuple[str, ...] = ()
     """resource.k8s.io versions the server serves, newest first, when known."""
 

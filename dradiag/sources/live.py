@@ -212,6 +212,7 @@ def collect_with(
             context=context,
             collected_at=now_rfc3339(),
             server_version=discovery.server_version,
+            server_git_version=discovery.git_version,
             served_versions=discovery.served_versions,
         )
         return collector.snapshot(source, targeted=target.kind != "cluster")

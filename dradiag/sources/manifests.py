@@ -477,6 +477,10 @@ def _errors_from_record(record: Mapping[str, Any]) -> list[CollectionError]:
     return out
 
 
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 def _source_from_record(record: Mapping[str, Any], location: str | None) -> SourceInfo:
     src = record.get("source") or {}
     if not isinstance(src, Mapping):
@@ -487,6 +491,7 @@ def _source_from_record(record: Mapping[str, Any], location: str | None) -> Sour
         context=src.get("context"),
         collected_at=src.get("collectedAt"),
         server_version=src.get("serverVersion"),
+        server_git_version=_text_or_none(src.get("serverGitVersion")),
         served_versions=tuple(src.get("servedVersions") or ()),
     )
 

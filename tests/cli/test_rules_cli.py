@@ -107,3 +107,24 @@ def test_rules_list_imports_neither_kubernetes_nor_a_cel_engine() -> None:
     loaded = {m.split(".")[0] for m in result["modules"]}
     assert not loaded & {"kubernetes", "celpy", "cel_expr_python"}
     assert "dradiag.analyses.cel" not in result["modules"]
+
+
+def test_show_a_known_issue_cites_versions_fix_and_upstream(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = _run(capsys, "rules", "show", "DRA-PREP-KI-SCHED-DOUBLE-ALLOCATION")
+    assert code == 0
+    assert "evidence:  version, event" in out
+    assert "- known_issue.affected: >=1.34.0 <1.34.4" in out
+    assert "- known_issue.fixed_in: 1.35.1" in out
+    assert "- known_issue.upstream: https://github.com/kubernetes/kubernetes/pull/136269" in out
+    code, out, _ = _run(capsys, "rules", "show", "DRA-PREP-KI-NVIDIA-MPS-OPENSHIFT", "-o", "json")
+    match = json.loads(out)["rule"]["match"]
+    assert match["known_issue"]["affected"] == [">=25.8.0 <0.4.1"]
+    assert [
+        match[k]["kind"] for k in ("symptom object", "symptom object#2", "symptom object#3")
+    ] == [
+        "ResourceClaim",
+        "Node",
+        "Pod",
+    ]

@@ -272,3 +272,118 @@ def test_bad_rule_file_is_exit_2_through_the_cli(tmp_path: Path, monkeypatch, ca
         err.strip()
         == f"dradiag: error: {tmp_path / 'prepare.yaml'}:1: DRA-PREP-X: severity: is required"
     )
+
+
+# -- known issues ---------------------------------------------------------------------
+
+KNOWN: dict[str, Any] = {
+    "id": "DRA-PREP-KI-EXAMPLE",
+    "phase": "prepare",
+    "severity": "error",
+    "title": "kubelet bug",
+    "match": {
+        "known_issue": {
+            "component": "kubelet",
+            "affected": [
+                {"introduced": "1.34.0", "fixed": "1.34.4"},
+                {"introduced": "1.35.0", "fixed": "1.35.1"},
+            ],
+            "fixed_in": ["1.34.4", "1.35.1"],
+            "upstream": "https://github.com/kubernetes/kubernetes/issues/135901",
+            "symptom": {
+                "event": {"reason": ["Failed"], "message": "claim info for (?P<claim_name>\\S+)"},
+                "object": [
+                    {"kind": "Node", "path": "status.nodeInfo", "exists": True},
+                    {"kind": "Pod", "path": "spec.nodeName", "exists": True},
+                ],
+            },
+        }
+    },
+    "explain": "{claim_name}: kubelet {version} on {node}; {upstream}, fixed in {fixed_in}",
+    "next": ["kubectl get node {node}"],
+    "docs": DOCS,
+}
+
+
+def _known(**changes: Any) -> dict[str, Any]:
+    raw = copy.deepcopy(KNOWN)
+    ki = raw["match"]["known_issue"]
+    for key, value in changes.items():
+        if value is None:
+            ki.pop(key, None)
+        else:
+            ki[key] = value
+    return raw
+
+
+def test_a_known_issue_rule_keeps_its_ranges_and_symptom_parts() -> None:
+    rule = validate_rule(KNOWN, path="rules/known-issues.yaml", line=3)
+    assert rule.match is not None and rule.match.event is None
+    ki = rule.match.known_issue
+    assert ki is not None and ki.component == "kubelet"
+    assert [str(r) for r in ki.affected] == [">=1.34.0 <1.34.4", ">=1.35.0 <1.35.1"]
+    assert ki.fixed_in_text == "1.34.4 / 1.35.1"
+    assert [key for key, _ in ki.symptom] == ["event", "object", "object#2"]
+    assert ki.symptom[2][1].object is not None and ki.symptom[2][1].object.kind == "Pod"
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"component": "kubectl"}, "match.known_issue.component: 'kubectl' is not one of kubelet"),
+        ({"affected": []}, "match.known_issue.affected: must be a non-empty list"),
+        (
+            {"affected": [{"introduced": "1.34", "fixed": "1.34.4"}]},
+            "match.known_issue.affected[0].introduced: '1.34' is not a kubelet version",
+        ),
+        (
+            {"affected": [{"introduced": "1.34.4", "fixed": "1.34.0"}], "fixed_in": "1.34.0"},
+            "match.known_issue.affected[0]: introduced 1.34.4 is not below fixed 1.34.0",
+        ),
+        ({"affected": [{"since": "1.34.0"}]}, "match.known_issue.affected[0].since: unknown field"),
+        (
+            {"fixed_in": "1.34.5"},
+            "match.known_issue.fixed_in: 1.34.5 is the fixed bound of no range",
+        ),
+        ({"fixed_in": "soon"}, "match.known_issue.fixed_in: 'soon' is not a kubelet version"),
+        ({"upstream": "see slack"}, "match.known_issue.upstream: must be a GitHub issue"),
+        ({"upstream": None}, "match.known_issue.upstream: is required"),
+        ({"symptom": {"metric": {}}}, "match.known_issue.symptom.metric: unknown field"),
+        (
+            {"symptom": {"event": {"reason": ["Failed"], "message": "(unclosed"}}},
+            "match.known_issue.symptom.event.message: invalid regex",
+        ),
+        (
+            {
+                "symptom": {
+                    "object": [{"kind": "Pod", "path": "spec", "exists": True}, {"kind": "Node"}]
+                }
+            },
+            "match.known_issue.symptom.object[1].path: must be a dotted path string",
+        ),
+    ],
+)
+def test_a_bad_known_issue_is_one_line_naming_the_field(
+    changes: dict[str, Any], fragment: str
+) -> None:
+    message = _error(_known(**changes))
+    assert "DRA-PREP-KI-EXAMPLE: " in message and fragment in message, message
+
+
+def test_a_known_issue_stands_alone_in_its_match() -> None:
+    raw = _known()
+    raw["match"]["event"] = {"reason": ["Failed"]}
+    assert "match.known_issue: stands alone" in _error(raw)
+
+
+def test_a_known_issue_without_symptom_is_no_error_and_placeholders_are_checked() -> None:
+    raw = _known(symptom=None)
+    raw["explain"] = "kubelet {version} is affected; fixed in {fixed_in}"
+    assert "a known issue without a symptom cannot be an error" in _error(raw)
+    raw["severity"] = "warning"
+    rule = validate_rule(raw, path="rules/known-issues.yaml")
+    assert rule.match is not None and rule.match.known_issue is not None
+    assert rule.match.known_issue.symptom == ()
+    bad = _known()
+    bad["explain"] = "{cause}"
+    assert "uses {cause}, which no capture or context field supplies" in _error(bad)

@@ -77,6 +77,7 @@ def test_allocated_claim_reads_only_what_its_life_touched(kube_api, tmp_path):
     assert snap.errors == ()
     assert snap.source.kind == "live"
     assert snap.source.server_version == "1.34"
+    assert snap.source.server_git_version == "v1.34.0"  # patch level, for known issues
     assert snap.source.served_versions == ("v1",)
     assert snap.source.context == "kube-api-test"
     assert snap.pods_for_claim(snap.claim("ml", "train-gpu"))[0]["metadata"]["name"] == "trainer-0"

@@ -66,6 +66,7 @@ def test_collection_record_overrides_coverage(tmp_path: Path):
                     "kind": "bundle",
                     "collectedAt": "2026-03-02T10:05:00Z",
                     "serverVersion": "1.34",
+                    "serverGitVersion": "v1.34.2-eks-113cf36",
                 },
                 "kinds": {
                     "Event": {"coverage": "unknown", "reason": "forbidden"},
@@ -89,6 +90,7 @@ def test_collection_record_overrides_coverage(tmp_path: Path):
     assert snap.errors[0].status == 403
     assert snap.source.collected_at == "2026-03-02T10:05:00Z"
     assert snap.source.server_version == "1.34"
+    assert snap.source.server_git_version == "v1.34.2-eks-113cf36"
 
 
 def test_stdin(tmp_path: Path):
