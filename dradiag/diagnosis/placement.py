@@ -126,3 +126,24 @@ def describe_selection(pod: K8sObject) -> str:
             rendered.append(" && ".join(reqs) or "(empty term)")
         parts.append("required node affinity: " + " || ".join(rendered))
     return "; ".join(parts)
+
+
+def selector_admits(selector: Mapping[str, Any], node: K8sObject) -> bool:
+    """True when a NodeSelector (``nodeSelectorTerms``, ORed) admits ``node``."""
+    terms = selector.get("nodeSelectorTerms") or ()
+    return any(_term_matches(t, node) for t in terms if isinstance(t, Mapping))
+
+
+def describe_selector(selector: Mapping[str, Any]) -> str:
+    """A NodeSelector in one line: ``region In [region-1]`` terms, ``or``-joined."""
+    out = []
+    for term in selector.get("nodeSelectorTerms") or ():
+        if not isinstance(term, Mapping):
+            continue
+        reqs = [
+            f"{r.get('key')} {r.get('operator')} [{', '.join(map(str, r.get('values') or ()))}]"
+            for r in list(term.get("matchExpressions") or ()) + list(term.get("matchFields") or ())
+            if isinstance(r, Mapping)
+        ]
+        out.append(" and ".join(reqs) or "(empty term)")
+    return " or ".join(out) or "(no terms)"

@@ -991,7 +991,24 @@ def _summary_line(key: str, nodes: list[NodeOutcome], total: int) -> str:
     count = f"on {len(nodes)} of {total} nodes"
     sample = nodes[0].reason
     if stage == "free" and sample.startswith("every "):
-        return f"{count} every {description} is in use"
+        blocking = [f for n in nodes for f in n.simulation.blocking()]
+        held = sorted(
+            {
+                f"{r.get('device')}"
+                for f in blocking
+                for st in f.stages
+                if st.stage == "free"
+                for r in st.removed
+                if r.get("device")
+            }
+        )
+        holders = sorted({h for f in blocking for h in f.holders})
+        text = f"{count} every {description} is in use"
+        if held:
+            text += f" ({', '.join(held[:3])}" + (" …" if len(held) > 3 else "") + ")"
+        if holders:
+            text += f", held by {', '.join(holders[:3])}" + (" …" if len(holders) > 3 else "")
+        return text
     if stage == "counters":
         counters = Counter(
             c for n in nodes for f in n.simulation.blocking() for c in f.counters

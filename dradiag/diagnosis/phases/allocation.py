@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -311,6 +311,7 @@ def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> P
             findings += simulated[0]
             simulated_rules = {f.rule for f in simulated[0]}
             findings += _node_affinity_findings(walk, pending, simulated[1])
+    findings = [_with_reach(walk, f, pending) for f in findings]
     # Counts and constraints the selection analysis found unsatisfiable by any matching
     # devices (the simulator, when it ran, says the same with availability taken in).
     findings += [f for f in walk.for_allocation if f.rule not in simulated_rules]
@@ -367,6 +368,52 @@ def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> P
     if not walk.status_known:
         base = PhaseStatus.UNKNOWN
     return phase_result(walk.rulebook, phase, findings, base)
+
+
+_NONE_ON_NODE = "0 device(s) on the node"
+
+
+def _with_reach(walk: ClaimWalk, finding: Finding, pods: Sequence[K8sObject]) -> Finding:
+    """ "No device on the node", explained by the slices that do not reach it.
+
+    A slice offers its devices to a node by ``nodeName``, ``allNodes`` or a
+    ``nodeSelector`` (k8s-dra-semantics §3.2); when none of the driver's slices reaches the
+    pod's candidate node, the cause is that selector and the node's labels.
+    """
+    if finding.rule != "DRA-ALLOC-TOO-FEW-DEVICES" or _NONE_ON_NODE not in finding.detail:
+        return finding
+    names = sorted(
+        {str(n) for p in pods if (n := (p.get("spec") or {}).get("nodeName"))}
+        | {name_of(n) for n in walk.snapshot.nodes}
+    )[:5]
+    drivers = set(walk.drivers())
+    reasons: list[str] = []
+    for slc in walk.snapshot.slices:
+        spec = slc.get("spec") or {}
+        selector = spec.get("nodeSelector")
+        if spec.get("driver") not in drivers or not isinstance(selector, Mapping):
+            continue
+        for node_name in names:
+            node = walk.snapshot.node(node_name)
+            if node is None or placement.selector_admits(selector, node):
+                continue
+            labels = (node.get("metadata") or {}).get("labels") or {}
+            keys = {
+                str(r.get("key"))
+                for t in selector.get("nodeSelectorTerms") or ()
+                if isinstance(t, Mapping)
+                for r in t.get("matchExpressions") or ()
+                if isinstance(r, Mapping)
+            }
+            has = ", ".join(f"{k}={labels.get(k, '(absent)')}" for k in sorted(keys)) or "no label"
+            reasons.append(
+                f"slice {name_of(slc)} (pool {(spec.get('pool') or {}).get('name')}) offers its "
+                f"devices only to nodes with {placement.describe_selector(selector)}; node "
+                f"{node_name} has {has}"
+            )
+    if not reasons:
+        return finding
+    return replace(finding, cause="; ".join(reasons[:3]))
 
 
 def not_created_findings(walk: ClaimWalk) -> list[Finding]:

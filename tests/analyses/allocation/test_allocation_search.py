@@ -393,7 +393,11 @@ def test_explain_across_nodes_in_use_summary(nv: Any) -> None:
     found = explain_across_nodes(
         snap(nv, slices, holders, ["node-1", "node-2"]), [wanted], features=V136
     )
-    assert found.summary == ["on 2 of 2 nodes every mig 1g.5gb partition is in use"]
+    # The summary names examples of the devices in use and the claims holding them.
+    assert found.summary == [
+        "on 2 of 2 nodes every mig 1g.5gb partition is in use (gpu-0-mig-1g5gb-19-0, "
+        "gpu-0-mig-1g5gb-19-1, gpu-0-mig-1g5gb-19-2 …), held by t/mig-1, t/mig-2"
+    ]
     assert found.findings()[0].rule == "DRA-ALLOC-ALL-IN-USE"
 
 
