@@ -196,9 +196,7 @@ def build_inventory(
 def _build_inventory(
     snapshot: Snapshot, nodes: Sequence[str] | None, features: FeatureGates | None
 ) -> Inventory:
-    gates = features or FeatureGates.for_version(snapshot.source.server_version).with_evidence(
-        snapshot.slices
-    )
+    gates = features or FeatureGates.for_snapshot(snapshot)
     # The allocator's view: pools gathered per node from one index, device records shared
     # by the nodes that see the same pool, the cluster's allocated devices.
     context = AllocationContext(snapshot, gates)

@@ -155,6 +155,14 @@ def _describe(entries: Sequence[DeviceEntry], class_name: str) -> str:
     return f"device of class {class_name}"
 
 
+def _plural(description: str) -> str:
+    """``device of class x`` → ``devices of class x``; ``GPU`` → ``GPUs``."""
+    head, sep, rest = description.partition(" of ")
+    if sep:
+        return f"{_plural(head)} of {rest}"
+    return description if description.endswith("s") else description + "s"
+
+
 def _short(entry: DeviceEntry, why: str, **extra: Any) -> dict[str, Any]:
     return {
         "device": entry.name,
@@ -453,7 +461,7 @@ def _reason(
     counters while DRAPartitionableDevices is off (no counter is short then)."""
     by_name = {s.stage: s for s in stages}
     need = f"need {want}" if data.mode != "All" else "allocationMode All needs every one"
-    plural = description + ("s" if not description.endswith("s") else "")
+    plural = _plural(description)
     if blocking is None:
         return f"{by_name['constraints'].count} usable {plural} ({need})"
     count = by_name[blocking].count
@@ -761,7 +769,7 @@ def _run_on_node(
 
 
 def _default_features(snapshot: Snapshot) -> FeatureGates:
-    return FeatureGates.for_version(snapshot.source.server_version).with_evidence(snapshot.slices)
+    return FeatureGates.for_snapshot(snapshot)
 
 
 def simulate_allocation(
@@ -1002,12 +1010,12 @@ def _summary_line(key: str, nodes: list[NodeOutcome], total: int) -> str:
                 if r.get("device")
             }
         )
-        holders = sorted({h for f in blocking for h in f.holders})
+        holding = sorted({h for f in blocking for h in f.holders})
         text = f"{count} every {description} is in use"
         if held:
             text += f" ({', '.join(held[:3])}" + (" …" if len(held) > 3 else "") + ")"
-        if holders:
-            text += f", held by {', '.join(holders[:3])}" + (" …" if len(holders) > 3 else "")
+        if holding:
+            text += f", held by {', '.join(holding[:3])}" + (" …" if len(holding) > 3 else "")
         return text
     if stage == "counters":
         counters = Counter(

@@ -13,6 +13,11 @@ Defaults per version follow the gate timeline in k8s-dra-semantics §4.3; an exp
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dradiag.snapshot.model import Snapshot
+
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -159,14 +164,23 @@ class FeatureGates:
                 enabled.discard(name)
         return replace(start, enabled=frozenset(enabled), overridden=frozenset(overridden))
 
-    def with_evidence(self, slices: Iterable[Mapping[str, Any]]) -> FeatureGates:
-        """Turn on gates whose fields are present in stored slices.
+    def with_evidence(
+        self,
+        slices: Iterable[Mapping[str, Any]],
+        *,
+        taint_rules: Iterable[Mapping[str, Any]] = (),
+    ) -> FeatureGates:
+        """Turn on gates whose fields or objects are present in what the cluster stored.
 
         The apiserver drops a gated field when its gate is off, so a stored device taint
         proves DRADeviceTaints on, stored counters prove DRAPartitionableDevices on, and
-        so on (nvidia-driver-facts §1.5–1.6). Explicitly set gates are left alone.
+        so on (nvidia-driver-facts §1.5–1.6); a stored DeviceTaintRule proves its API is
+        served, hence DRADeviceTaintRules (and DRADeviceTaints) on. Explicitly set gates
+        are left alone.
         """
         proven: set[str] = set()
+        if any(True for _ in taint_rules):
+            proven |= {"DRADeviceTaintRules", "DRADeviceTaints"}
         for slc in slices:
             spec = slc.get("spec") or {}
             if spec.get("sharedCounters") or spec.get("perDeviceNodeSelection") is not None:
@@ -184,6 +198,13 @@ class FeatureGates:
         if not added:
             return self
         return replace(self, enabled=self.enabled | added, inferred=self.inferred | added)
+
+    @classmethod
+    def for_snapshot(cls, snapshot: Snapshot) -> FeatureGates:
+        """The gates of the snapshot's server version, corrected by what it stored."""
+        return cls.for_version(snapshot.source.server_version).with_evidence(
+            snapshot.slices, taint_rules=snapshot.taint_rules
+        )
 
     # -- allocator features (k8s.io/dynamic-resource-allocation internal.Features) ----
 

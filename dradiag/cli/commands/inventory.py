@@ -117,7 +117,7 @@ def inventory(
         no_color=no_color,
     )
     snapshot = obtain_snapshot(options, Target(kind="cluster", nodes=tuple(node or ())))
-    gates = FeatureGates.for_version(snapshot.source.server_version).with_evidence(snapshot.slices)
+    gates = FeatureGates.for_snapshot(snapshot)
     if feature_gates:
         gates = FeatureGates.parse(feature_gates, base=gates)
     result = build_inventory(snapshot, nodes=list(node) if node else None, features=gates)

@@ -239,7 +239,7 @@ def simulate(
     snapshot = obtain_snapshot(options, Target(kind="cluster", nodes=(node,)))
     if base is None:
         base = FeatureGates.for_version(snapshot.source.server_version)
-    base = base.with_evidence(snapshot.slices)
+    base = base.with_evidence(snapshot.slices, taint_rules=snapshot.taint_rules)
     gates = FeatureGates.parse(feature_gates, base=base) if feature_gates else base
 
     claims: list[Any] = []

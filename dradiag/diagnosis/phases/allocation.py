@@ -232,10 +232,14 @@ def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> P
                 phase=phase,
                 severity=Severity.ERROR,
                 title="the pod is bound to a node but its claim is not allocated",
-                detail=f"Pod {pod_key(pod)} runs on node {node} while ResourceClaim "
-                f"{walk.claim_key} has no status.allocation: the pod bypassed the scheduler "
-                "(spec.nodeName set directly), so nothing allocated its devices; the kubelet "
-                "fails Prepare with 'claim ... not allocated'.",
+                detail=f"Pod {pod_key(pod)} is bound to node {node} while ResourceClaim "
+                f"{walk.claim_key} has no status.allocation and its status.reservedFor does not "
+                "list the pod: nothing allocated or reserved the claim for it, so the kubelet "
+                "refuses to prepare it ('not allowed to use' / 'not allocated'). This happens "
+                "when the pod bypassed the scheduler (spec.nodeName set directly) or the "
+                "scheduler's DynamicResources plugin was off when it was bound.",
+                cause=f"ResourceClaim {walk.claim_key} is not allocated or reserved for pod "
+                f"{pod_key(pod)}",
                 evidence=(
                     Evidence(
                         source=EvidenceSource.OBJECT,

@@ -103,7 +103,7 @@ def pool_rules(snapshot: Snapshot) -> PoolRules:
         from dradiag.analyses.allocation import FeatureGates
     except ImportError:
         return PoolRules()
-    gates = FeatureGates.for_version(snapshot.source.server_version).with_evidence(snapshot.slices)
+    gates = FeatureGates.for_snapshot(snapshot)
     rules = PoolRules(partitionable=gates.partitionable_devices, legacy=gates.legacy_pools)
     _POOL_RULES = (snapshot, rules)
     return rules
