@@ -297,8 +297,9 @@ class ClaimWalk:
         if not found:
             for cls_name in class_names(self.claim):
                 cls = self.snapshot.device_class(cls_name)
-                if cls is None and not self.snapshot.device_classes:
-                    # No class in the input: the NVIDIA driver's own classes are known.
+                if cls is None:
+                    # The class is not in the input (or not in the cluster): the NVIDIA
+                    # driver's own classes are known, and their name says their driver.
                     from dradiag.analyses.selection.build import builtin_device_classes
 
                     cls = next(

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
 from dradiag.analyses import plugin_health as ph
 from dradiag.analyses.error_chain import clip_middle
-from dradiag.diagnosis.context import ClaimWalk
+from dradiag.diagnosis.context import ClaimWalk, claim_devices
 from dradiag.diagnosis.findings import as_historical, phase_result
 from dradiag.diagnosis.model import PhaseResult
 from dradiag.diagnosis.rule_ids import (
     PUB_DRIVER_NO_SLICES,
+    PUB_GPU_AND_MIG,
     PUB_NODE_NO_SLICES,
     PUB_POOL_INCOMPLETE,
     PUB_POOL_INVALID,
@@ -167,6 +168,83 @@ def _compute_candidate_pool_findings(snap: Snapshot, drivers: Sequence[str]) -> 
     return out
 
 
+def _attr(dev: Mapping[str, Any], name: str) -> str:
+    value = (dev.get("attributes") or {}).get(name)
+    if isinstance(value, Mapping):
+        value = next(iter(value.values()), None)
+    return str(value) if value is not None else ""
+
+
+def _counter_sets(dev: Mapping[str, Any]) -> set[str]:
+    return {
+        str(c.get("counterSet"))
+        for c in dev.get("consumesCounters") or ()
+        if isinstance(c, Mapping) and c.get("counterSet")
+    }
+
+
+def double_published(walk: ClaimWalk, pools: Sequence[tuple[str, str]]) -> list[Finding]:
+    """GPUs published whole and as MIG devices in one pool, with no counter between them.
+
+    Error when this claim holds one of the pair (its hardware is offered twice), else a
+    warning. Dynamic MIG publishes both on purpose, tied by shared counters: not a finding.
+    """
+    held = {(d, p, dev) for _r, d, p, dev in claim_devices(walk.claim)}
+    out: list[Finding] = []
+    for driver, pool in pools:
+        devices = [
+            dev
+            for slc in walk.snapshot.pool_slices(driver, pool)
+            for dev in (slc.get("spec") or {}).get("devices") or ()
+            if isinstance(dev, Mapping)
+        ]
+        gpus = {
+            _attr(d, "uuid"): d for d in devices if _attr(d, "type") == "gpu" and _attr(d, "uuid")
+        }
+        for gpu_uuid, gpu in gpus.items():
+            migs = [
+                d
+                for d in devices
+                if _attr(d, "parentUUID") == gpu_uuid
+                and not (_counter_sets(d) & _counter_sets(gpu))
+            ]
+            if not migs:
+                continue
+            names = [str(gpu.get("name"))] + [str(m.get("name")) for m in migs]
+            mine = [n for n in names if (driver, pool, n) in held]
+            out.append(
+                Finding(
+                    rule=PUB_GPU_AND_MIG,
+                    phase=Phase.PUBLICATION,
+                    severity=Severity.ERROR if mine else Severity.WARNING,
+                    title="a GPU is published both whole and as its MIG devices",
+                    detail=f"Pool {pool} of {driver} offers GPU {gpu.get('name')} "
+                    f"(uuid {gpu_uuid}) as a whole device and also its {len(migs)} MIG "
+                    f"device(s) {', '.join(names[1:4])}{' …' if len(migs) > 3 else ''}, with no "
+                    "shared counters between them: the scheduler can allocate the same hardware "
+                    "to two claims" + (f"; this claim holds {', '.join(mine)}." if mine else "."),
+                    evidence=(
+                        Evidence(
+                            source=EvidenceSource.OBJECT,
+                            ref=f"ResourceSlices of pool {pool}",
+                            excerpt=f"{gpu.get('name')}: type gpu, uuid {gpu_uuid}; "
+                            + "; ".join(
+                                f"{m.get('name')}: type mig, parentUUID {gpu_uuid}"
+                                for m in migs[:2]
+                            ),
+                        ),
+                    ),
+                    identifiers=(
+                        ("slice device name", str(gpu.get("name"))),
+                        ("GPU UUID", gpu_uuid),
+                    ),
+                    cause=f"GPU {gpu.get('name')} is published whole and as MIG device(s) "
+                    f"{', '.join(names[1:3])}",
+                )
+            )
+    return out
+
+
 def _with_log_cause(walk: ClaimWalk, health: ph.PluginHealth, finding: Finding) -> Finding:
     """A crash-looping or stuck plugin container's finding, with its last error as cause."""
     if finding.cause or finding.rule not in (ph.PLUGIN_CRASHLOOP, ph.PLUGIN_INIT_WAITING):
@@ -288,6 +366,7 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
                 findings.append(hit.finding)
     if claim_nodes and slices_collected:
         findings += pool_findings(snap, sorted(pools), blocking=claim_pending)
+        findings += double_published(walk, sorted(pools))
     elif claim_pending and slices_collected:
         findings += candidate_pool_findings(snap, drivers)
     plugin_pods = {id(walk.plugin(n).pod) for n in nodes if walk.plugin(n).pod is not None}
