@@ -371,8 +371,29 @@ def phase_unprepare(walk: ClaimWalk, prepare: PhaseResult) -> PhaseResult:
     return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK)
 
 
+def _reserved_name(claim: K8sObject, pod_uid: str) -> str:
+    """The pod name a ``reservedFor`` entry records for ``pod_uid`` (the pod may be gone)."""
+    for entry in (claim.get("status") or {}).get("reservedFor") or ():
+        if isinstance(entry, Mapping) and entry.get("uid") == pod_uid and entry.get("name"):
+            return str(entry["name"])
+    return ""
+
+
 def _stale_reservation(walk: ClaimWalk, pod_uid: str, pod: K8sObject | None, what: str) -> Finding:
-    label = pod_key(pod) if pod is not None else f"with UID {pod_uid}"
+    name = _reserved_name(walk.claim, pod_uid)
+    if pod is not None:
+        label = pod_key(pod)
+    else:
+        label = f"{name} (UID {pod_uid})" if name else f"with UID {pod_uid}"
+    meta = walk.claim.get("metadata") or {}
+    deleting = ""
+    if meta.get("deletionTimestamp") and meta.get("finalizers"):
+        # The reservation is also what keeps a deleted claim: its finalizer is removed only
+        # after the reservation and the allocation are.
+        deleting = (
+            f" The claim itself was deleted at {meta['deletionTimestamp']} and is kept by its "
+            f"finalizer {', '.join(str(f) for f in meta.get('finalizers') or [])} until then."
+        )
     return Finding(
         rule=UNPREP_STALE_RESERVATION,
         phase=Phase.UNPREPARE,
@@ -380,7 +401,8 @@ def _stale_reservation(walk: ClaimWalk, pod_uid: str, pod: K8sObject | None, wha
         title="the claim is still reserved for a pod that no longer needs it",
         detail=f"ResourceClaim {walk.claim_key} is allocated and reserved for pod {label}, which "
         f"{what}: the resourceclaim controller should have removed the reservation and "
-        "deallocated the devices, so they stay unavailable to every other claim.",
+        "deallocated the devices, so they stay unavailable to every other claim." + deleting,
+        cause=f"pod {label} {what}" + ("; the claim's deletion waits on its finalizer" if deleting else ""),
         evidence=(
             Evidence(
                 source=EvidenceSource.OBJECT,
