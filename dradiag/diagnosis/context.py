@@ -518,12 +518,18 @@ def pod_claim_names(walk: ClaimWalk, pod: K8sObject) -> list[str]:
 def containers_given_devices(walk: ClaimWalk, pod: K8sObject) -> set[str]:
     """Containers the kubelet hands this claim's CDI devices: they list the claim, and not
     only under request names the claim does not have."""
+    requests = set(wiring.claim_request_names(walk.claim))
+    extended = {
+        container
+        for container, request, _res in wiring.extended_resource_mappings(pod, walk.claim)
+        if request in requests or request.split("/", 1)[0] in requests
+    }
     names = pod_claim_names(walk, pod)
     if not names:
-        return set()
+        return extended
     wired = wiring.analyze_pod_wiring(pod, walk.claim, names)
     unknown = set(wired.unknown_requests)
-    return {
+    return extended | {
         use.container
         for use in wired.using
         if any((use.container, r) not in unknown for r in use.requests)
