@@ -219,6 +219,8 @@ class RuleHit:
     pod: K8sObject | None = None
     log_previous: bool = False
     log_container: str = ""
+    last_seen: str | None = None
+    """For an event hit: the event's last occurrence (current evidence outranks older)."""
 
 
 @dataclass(slots=True)
@@ -374,7 +376,9 @@ class ClaimWalk:
             for pod, events in sources:
                 for ev in events:
                     for hit in match_events(self.rulebook, [ev]):
-                        out.append(RuleHit(finding=hit.to_finding(), pod=pod))
+                        out.append(
+                            RuleHit(finding=hit.to_finding(), pod=pod, last_seen=hit.last_seen)
+                        )
         match_objects = optional_matcher("match_objects")
         if self.rulebook is not None and match_objects is not None:
             plugin_pods = [

@@ -120,7 +120,9 @@ def _extended_pod(request_name: str, claim_name: str = "train-gpu") -> dict:
     """A pod whose container asks for an extended resource served by a generated claim."""
     return {
         "metadata": {"name": "train-0", "namespace": "ml", "uid": "p-1"},
-        "spec": {"containers": [{"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+        "spec": {
+            "containers": [{"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": 1}}}]
+        },
         "status": {
             "extendedResourceClaimStatus": {
                 "resourceClaimName": claim_name,

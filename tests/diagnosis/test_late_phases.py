@@ -83,9 +83,7 @@ def _node(ready_since: str) -> dict:
         "kind": "Node",
         "metadata": {"name": "gpu-node-1"},
         "status": {
-            "conditions": [
-                {"type": "Ready", "status": "True", "lastTransitionTime": ready_since}
-            ]
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": ready_since}]
         },
     }
 
@@ -150,3 +148,84 @@ def test_container_seeing_its_allocated_gpus_is_fine(k8s):
     ]
     snap = k8s.snapshot(**objs, logs=[_app_log(SMI_TWO)])
     assert diagnose_claim(snap, "ml", "train-gpu").verdict.status is VerdictStatus.OK
+
+
+CDI_SPEC_ERROR = (
+    "Failed to prepare dynamic resources: prepare dynamic resources: NodePrepareResources failed "
+    "for ResourceClaim train-gpu: error preparing devices for claim ml/train-gpu:"
+    f"{CLAIM_UID}: unable to create CDI spec file for claim: failed to construct MIG device "
+    "DeviceNode edits: failed to parse GI capabilities file /proc/driver/nvidia/capabilities/"
+    "gpu0/mig/gi2/access: open /proc/driver/nvidia/capabilities/gpu0/mig/gi2/access: no such "
+    "file or directory"
+)
+MIG_INSUFFICIENT = (
+    "Failed to prepare dynamic resources: prepare dynamic resources: NodePrepareResources failed "
+    "for ResourceClaim train-gpu: error preparing devices for claim ml/train-gpu:"
+    f"{CLAIM_UID}: prepare devices failed: error creating MIG device: error creating GPU "
+    "instance for 'gpu-2-mig-4g95gb-5-0': Insufficient Resources"
+)
+GONE_UID = "6f04a69a-96a1-4662-9d32-d0881d43397e"
+LEAK_LOG = (
+    "I0501 11:45:30.452168       1 cleanup.go:159] Checkpointed RC cleanup: partially prepared "
+    f"claim 'ml/old-gpu:{GONE_UID}' is stale: not found in API server\n"
+    "I0501 11:45:30.452557       1 device_state.go:369] unprepare noop: claim preparation started "
+    f"but not completed for claim 'ml/old-gpu:{GONE_UID}' (devices: [{{req-mig gpu.nvidia.com "
+    "gpu-node-1 gpu-1-mig-2g47gb-14-0 <nil> [] [] [] <nil> map[]}])\n"
+)
+
+
+def _mig_prepare_snapshot(k8s, logs=None):
+    claim = k8s.claim(allocated=["gpu-2-mig-4g95gb-5-0"], reserved_for=[("train-0", k8s.POD_UID)])
+    return k8s.snapshot(
+        claims=[claim],
+        pods=[k8s.pod(state="creating")],
+        events=[
+            k8s.event("FailedPrepareDynamicResources", CDI_SPEC_ERROR, last="2026-05-01T11:20:00Z"),
+            k8s.event(
+                "FailedPrepareDynamicResources",
+                MIG_INSUFFICIENT,
+                last="2026-05-01T11:59:00Z",
+                count=8,
+            ),
+        ],
+        logs=logs,
+    )
+
+
+def test_the_current_prepare_failure_outranks_an_older_one(k8s):
+    d = diagnose_claim(_mig_prepare_snapshot(k8s), "ml", "train-gpu")
+    assert d.verdict.phase is Phase.PREPARE
+    assert d.verdict.rule == "DRA-PREP-MIG-CREATE-FAILED"
+    older = [f for f in _phase(d, Phase.PREPARE).findings if f.rule == "DRA-PREP-CDI-SPEC-FAILED"]
+    assert older and older[0].severity is Severity.INFO
+
+
+def test_a_gone_claims_leaked_mig_state_is_the_cause_of_insufficient_resources(k8s):
+    log = ContainerLog(
+        namespace=None,
+        pod="",
+        container="gpus",
+        component="kubelet-plugin",
+        source="kubelet-plugin.log",
+        text=LEAK_LOG,
+    )
+    d = diagnose_claim(_mig_prepare_snapshot(k8s, logs=[log]), "ml", "train-gpu")
+    assert d.verdict.phase is Phase.UNPREPARE
+    assert d.verdict.rule == "DRA-UNPREP-LEAKED-STATE"
+    assert "ml/old-gpu" in d.verdict.summary
+    leak = next(f for f in _phase(d, Phase.UNPREPARE).findings if f.rule == d.verdict.rule)
+    assert "Insufficient Resources" in leak.detail and "partially prepared" in leak.detail
+
+
+def test_a_noop_unprepare_without_the_stale_verdict_blames_no_one(k8s):
+    """Without the clean-up's own "not found in API server", the no-op may be a live claim's."""
+    log = ContainerLog(
+        namespace=None,
+        pod="",
+        container="gpus",
+        component="kubelet-plugin",
+        source="kubelet-plugin.log",
+        text=LEAK_LOG.splitlines(keepends=True)[1],
+    )
+    d = diagnose_claim(_mig_prepare_snapshot(k8s, logs=[log]), "ml", "train-gpu")
+    assert d.verdict.phase is Phase.PREPARE

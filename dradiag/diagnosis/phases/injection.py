@@ -258,7 +258,9 @@ def _full_gpus_of_container(walk: ClaimWalk, pod: K8sObject, name: str) -> int |
         claim = (
             walk.claim
             if claim_name == name_of(walk.claim)
-            else walk.snapshot.claim(namespace_of(pod), str(claim_name)) if claim_name else None
+            else walk.snapshot.claim(namespace_of(pod), str(claim_name))
+            if claim_name
+            else None
         )
         if claim is None:
             return None

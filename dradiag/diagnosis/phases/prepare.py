@@ -77,13 +77,11 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
         if pod_started(pod) or pod_done(pod):
             for h in pod_hits:
                 stale = _skipped_after_restart(walk, pod, h.finding)
-                findings.append(
-                    stale or as_historical(h.finding, "the pod's containers started")
-                )
+                findings.append(stale or as_historical(h.finding, "the pod's containers started"))
             continue
         if not pod_terminating(pod):
             waiting.append(pod)
-        findings += [h.finding for h in pod_hits]
+        findings += _current_first(walk, pod_hits)
         if pod_hits:
             continue
         failed = _prepare_events(walk, pod)
@@ -166,6 +164,45 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
     return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)
 
 
+def _current_first(walk: ClaimWalk, hits: list[RuleHit]) -> list[Finding]:
+    """The pod's Prepare findings, where an older failure gives way to the current one.
+
+    kubelet retries Prepare on every sync and each attempt can fail differently (a CDI spec
+    error once, then ``Insufficient Resources`` eight times since); the event repeated up to
+    now is what blocks the pod today, an earlier one with another cause is history. Only a
+    specific current failure displaces an older one: a catch-all that happens to be newer
+    (an umbrella "Prepare failed") does not erase a cause named earlier.
+    """
+    from dradiag.analyses.timeline import parse_time as _time
+
+    timed = [
+        (t, h)
+        for h in hits
+        if h.finding.severity is Severity.ERROR and (t := _time(h.last_seen)) is not None
+    ]
+    if len(timed) < 2:
+        return [h.finding for h in hits]
+    newest_time, newest = max(timed, key=lambda th: th[0])
+    rule = walk.rulebook.get(newest.finding.rule) if walk.rulebook is not None else None
+    if rule is None or getattr(rule, "fallback", False):
+        return [h.finding for h in hits]
+    out = []
+    for h in hits:
+        t = _time(h.last_seen)
+        older = (
+            t is not None
+            and t < newest_time
+            and h.finding.severity is Severity.ERROR
+            and h.finding.rule != newest.finding.rule
+        )
+        out.append(
+            as_historical(h.finding, f"a later Prepare attempt failed with {newest.finding.rule}")
+            if older
+            else h.finding
+        )
+    return out
+
+
 _SKIPPED_PREPARE = "DRA-PREP-SKIPPED-COMPLETED"
 _FAILING_WAITING = frozenset({"CrashLoopBackOff", "RunContainerError", "Error"})
 
@@ -173,7 +210,11 @@ _FAILING_WAITING = frozenset({"CrashLoopBackOff", "RunContainerError", "Error"})
 def _node_ready_since(walk: ClaimWalk, pod: K8sObject) -> datetime | None:
     node = walk.snapshot.node(str((pod.get("spec") or {}).get("nodeName") or ""))
     for cond in ((node or {}).get("status") or {}).get("conditions") or ():
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready" and cond.get("status") == "True":
+        if (
+            isinstance(cond, Mapping)
+            and cond.get("type") == "Ready"
+            and cond.get("status") == "True"
+        ):
             return parse_time(cond.get("lastTransitionTime"))
     return None
 
@@ -206,7 +247,9 @@ def _skipped_after_restart(walk: ClaimWalk, pod: K8sObject, finding: Finding) ->
             and ran >= ready
             and last.get("exitCode") not in (None, 0)
         ):
-            failing.append(f"{cs.get('name')} ({waiting.get('reason')}, exit {last.get('exitCode')})")
+            failing.append(
+                f"{cs.get('name')} ({waiting.get('reason')}, exit {last.get('exitCode')})"
+            )
     if not failing:
         return None
     node = (pod.get("spec") or {}).get("nodeName")
