@@ -173,12 +173,10 @@ def _current_first(walk: ClaimWalk, hits: list[RuleHit]) -> list[Finding]:
     specific current failure displaces an older one: a catch-all that happens to be newer
     (an umbrella "Prepare failed") does not erase a cause named earlier.
     """
-    from dradiag.analyses.timeline import parse_time as _time
-
     timed = [
         (t, h)
         for h in hits
-        if h.finding.severity is Severity.ERROR and (t := _time(h.last_seen)) is not None
+        if h.finding.severity is Severity.ERROR and (t := parse_time(h.last_seen)) is not None
     ]
     if len(timed) < 2:
         return [h.finding for h in hits]
@@ -188,7 +186,7 @@ def _current_first(walk: ClaimWalk, hits: list[RuleHit]) -> list[Finding]:
         return [h.finding for h in hits]
     out = []
     for h in hits:
-        t = _time(h.last_seen)
+        t = parse_time(h.last_seen)
         older = (
             t is not None
             and t < newest_time
@@ -196,7 +194,12 @@ def _current_first(walk: ClaimWalk, hits: list[RuleHit]) -> list[Finding]:
             and h.finding.rule != newest.finding.rule
         )
         out.append(
-            as_historical(h.finding, f"a later Prepare attempt failed with {newest.finding.rule}")
+            replace(
+                h.finding,
+                severity=Severity.INFO,
+                detail=f"An earlier Prepare attempt (last {h.last_seen}); the current one fails "
+                f"with {newest.finding.rule} (last {newest.last_seen}): {h.finding.detail}",
+            )
             if older
             else h.finding
         )
