@@ -229,3 +229,33 @@ def test_a_noop_unprepare_without_the_stale_verdict_blames_no_one(k8s):
     )
     d = diagnose_claim(_mig_prepare_snapshot(k8s, logs=[log]), "ml", "train-gpu")
     assert d.verdict.phase is Phase.PREPARE
+
+
+def _extended(k8s, request_name: str):
+    claim = k8s.claim(allocated=["gpu-0"], reserved_for=[("train-0", k8s.POD_UID)])
+    pod = k8s.pod(claim_name=None)
+    pod["spec"]["resourceClaims"] = []
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1}}
+    pod["status"]["extendedResourceClaimStatus"] = {
+        "resourceClaimName": "train-gpu",
+        "requestMappings": [
+            {
+                "containerName": "trainer",
+                "requestName": request_name,
+                "resourceName": "nvidia.com/gpu",
+            }
+        ],
+    }
+    return k8s.snapshot(claims=[claim], pods=[pod])
+
+
+def test_extended_resource_mapping_to_the_claims_request_is_healthy(k8s):
+    d = diagnose_claim(_extended(k8s, "gpu"), "ml", "train-gpu")
+    assert d.verdict.status is VerdictStatus.OK
+
+
+def test_extended_resource_mapping_to_a_missing_request_breaks_workload(k8s):
+    d = diagnose_claim(_extended(k8s, "container-0-request-0"), "ml", "train-gpu")
+    assert d.verdict.phase is Phase.WORKLOAD
+    assert d.verdict.rule == "DRA-WORK-WRONG-REQUEST"
+    assert "container-0-request-0" in d.verdict.summary
