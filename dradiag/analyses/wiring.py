@@ -172,6 +172,74 @@ def wiring_findings(wiring: PodWiring, claim: K8sObject) -> list[Finding]:
     return findings
 
 
+def extended_resource_mappings(pod: K8sObject, claim: K8sObject) -> list[tuple[str, str, str]]:
+    """(container, request, resource) of the pod's extended-resource mapping onto ``claim``.
+
+    With DRAExtendedResource (Kubernetes 1.34+) a container asking for an extended resource
+    (``nvidia.com/gpu: 1``) gets it from a claim the scheduler generates; the pod does not
+    list that claim in ``spec.resourceClaims`` but in
+    ``status.extendedResourceClaimStatus`` (``resourceClaimName`` and, per container,
+    ``requestMappings[].requestName``). The kubelet hands each container the devices of the
+    request its mapping names (k8s-dra-semantics §5.2).
+    """
+    status = (pod.get("status") or {}).get("extendedResourceClaimStatus")
+    if not isinstance(status, Mapping) or status.get("resourceClaimName") != name_of(claim):
+        return []
+    return [
+        (
+            str(m.get("containerName") or ""),
+            str(m.get("requestName") or ""),
+            str(m.get("resourceName") or ""),
+        )
+        for m in status.get("requestMappings") or ()
+        if isinstance(m, Mapping)
+    ]
+
+
+def extended_resource_findings(pod: K8sObject, claim: K8sObject) -> list[Finding]:
+    """A request mapping naming a request the generated claim does not have: that container
+    receives none of the claim's devices although allocation and Prepare succeeded."""
+    requests = claim_request_names(claim)
+    top_level = {r.split("/", 1)[0] for r in requests}
+    claim_key = f"{namespace_of(claim)}/{name_of(claim)}"
+    pod_key = f"{namespace_of(pod)}/{name_of(pod)}"
+    out: list[Finding] = []
+    for container, request, resource in extended_resource_mappings(pod, claim):
+        if not request or request in requests or request in top_level:
+            continue
+        out.append(
+            Finding(
+                rule=UNKNOWN_REQUEST,
+                phase=Phase.WORKLOAD,
+                severity=Severity.ERROR,
+                title="a container names a request the claim does not have",
+                detail=f"Pod {pod_key} maps container {container!r}'s extended resource "
+                f"{resource!r} to request {request!r} of ResourceClaim {claim_key} "
+                "(status.extendedResourceClaimStatus.requestMappings), but the claim's requests "
+                f"are {list(requests)}: the kubelet hands the container the devices of the "
+                "request its mapping names, so it receives none of the claim's devices.",
+                evidence=(
+                    Evidence(
+                        source=EvidenceSource.OBJECT,
+                        ref=f"Pod {pod_key} .status.extendedResourceClaimStatus.requestMappings",
+                        excerpt=f"containerName: {container}, requestName: {request}, "
+                        f"resourceName: {resource}",
+                    ),
+                ),
+                next=(
+                    f"kubectl get resourceclaim -n {namespace_of(claim)} {name_of(claim)} "
+                    "-o jsonpath='{.spec.devices.requests[*].name}'",
+                    f"kubectl get pod -n {namespace_of(pod)} {name_of(pod)} "
+                    "-o jsonpath='{.status.extendedResourceClaimStatus}'",
+                ),
+                identifiers=(("pod", pod_key), ("container", container), ("request", request)),
+                cause=f"container {container!r} is mapped to request {request!r}, which the "
+                "claim does not have",
+            )
+        )
+    return out
+
+
 def reserved_pod_uids(claim: K8sObject) -> list[str]:
     """UIDs of the pods in ``status.reservedFor`` (resource ``pods``)."""
     return [

@@ -211,7 +211,11 @@ def unresolved_pod_claims(snapshot: Snapshot, namespace: str, name: str) -> list
     if pod is None:
         return []
     return [
-        f"pod claim {pc.pod_claim_name!r}: {pc.note or pc.resolution.value}"
+        (
+            f"pod claim {pc.pod_claim_name!r}: {pc.note or pc.resolution.value}"
+            if pc.pod_claim_name
+            else f"extended-resource claim: {pc.note or pc.resolution.value}"
+        )
         for pc in resolve_pod_claims(snapshot, pod)
         if pc.claim is None
     ]

@@ -219,6 +219,8 @@ class RuleHit:
     pod: K8sObject | None = None
     log_previous: bool = False
     log_container: str = ""
+    last_seen: str | None = None
+    """For an event hit: the event's last occurrence (current evidence outranks older)."""
 
 
 @dataclass(slots=True)
@@ -400,7 +402,9 @@ class ClaimWalk:
             for pod, events in sources:
                 for ev in events:
                     for hit in match_events(self.rulebook, [ev]):
-                        out.append(RuleHit(finding=hit.to_finding(), pod=pod))
+                        out.append(
+                            RuleHit(finding=hit.to_finding(), pod=pod, last_seen=hit.last_seen)
+                        )
         match_objects = optional_matcher("match_objects")
         if self.rulebook is not None and match_objects is not None:
             plugin_pods = [
@@ -548,12 +552,18 @@ def pod_claim_names(walk: ClaimWalk, pod: K8sObject) -> list[str]:
 def containers_given_devices(walk: ClaimWalk, pod: K8sObject) -> set[str]:
     """Containers the kubelet hands this claim's CDI devices: they list the claim, and not
     only under request names the claim does not have."""
+    requests = set(wiring.claim_request_names(walk.claim))
+    extended = {
+        container
+        for container, request, _res in wiring.extended_resource_mappings(pod, walk.claim)
+        if request in requests or request.split("/", 1)[0] in requests
+    }
     names = pod_claim_names(walk, pod)
     if not names:
-        return set()
+        return extended
     wired = wiring.analyze_pod_wiring(pod, walk.claim, names)
     unknown = set(wired.unknown_requests)
-    return {
+    return extended | {
         use.container
         for use in wired.using
         if any((use.container, r) not in unknown for r in use.requests)

@@ -7,7 +7,9 @@ cluster itself ties these objects by a few links, each with its own strength
 so the diagnosis can show why a pod or event counts:
 
 1. the claim's owner reference to its pod (a generated claim);
-2. the pod's ``status.resourceClaimStatuses`` naming the claim;
+2. the pod's ``status.resourceClaimStatuses`` naming the claim, or its
+   ``status.extendedResourceClaimStatus`` (the claim generated for extended-resource
+   requests, DRAExtendedResource);
 3. the claim's ``status.reservedFor`` naming the pod;
 4. the pod's ``spec.resourceClaims`` naming the claim;
 5. a generated claim's ``resource.kubernetes.io/pod-claim-name`` annotation together
@@ -189,6 +191,10 @@ def claim_links(snapshot: Snapshot, claim: K8sObject) -> ClaimLinks:
     for pod in using:
         if _names_claim_in_status(pod, name):
             add(pod, "pod.status.resourceClaimStatuses")
+    for pod in using:
+        extended = (pod.get("status") or {}).get("extendedResourceClaimStatus")
+        if isinstance(extended, Mapping) and extended.get("resourceClaimName") == name:
+            add(pod, "pod.status.extendedResourceClaimStatus")
     for uid in _reserved_uids(claim):
         add(snapshot.pod_by_uid(uid), "claim.status.reservedFor")
     for pod in using:

@@ -33,6 +33,9 @@ class Resolution(StrEnum):
     OWNER_ANNOTATION = "owner reference + pod-claim-name annotation"
     NOT_CREATED = "not created yet (synthesized from the template)"
     NOT_NEEDED = "no claim needed (status entry without a claim name)"
+    EXTENDED_RESOURCE = "status.extendedResourceClaimStatus"
+    """The claim the scheduler generated for the pod's extended-resource requests
+    (DRAExtendedResource); containers reach it by request mapping, not by a pod claim name."""
     UNRESOLVED = "unresolved"
 
 
@@ -241,6 +244,20 @@ def resolve_pod_claims(snapshot: Snapshot, pod: K8sObject) -> list[PodClaim]:
                 f"diagnosing the spec of template {ns}/{template_name}",
             )
         )
+    extended = (pod.get("status") or {}).get("extendedResourceClaimStatus")
+    if isinstance(extended, Mapping) and extended.get("resourceClaimName"):
+        claim_name = str(extended["resourceClaimName"])
+        claim = snapshot.claim(ns, claim_name)
+        out.append(
+            PodClaim(
+                pod_claim_name="",
+                namespace=ns,
+                claim_name=claim_name,
+                claim=claim,
+                resolution=Resolution.EXTENDED_RESOURCE if claim else Resolution.UNRESOLVED,
+                note="" if claim else f"ResourceClaim {ns}/{claim_name} is not in the snapshot",
+            )
+        )
     return out
 
 
@@ -249,6 +266,8 @@ def pod_claim_names_for(snapshot: Snapshot, pod: K8sObject, claim: K8sObject) ->
     target = (namespace_of(claim), name_of(claim))
     names = []
     for pc in resolve_pod_claims(snapshot, pod):
+        if not pc.pod_claim_name:
+            continue  # an extended-resource claim: containers reach it by request mapping
         if pc.claim is claim or (pc.claim_name and (pc.namespace, pc.claim_name) == target):
             names.append(pc.pod_claim_name)
     return names

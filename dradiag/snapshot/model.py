@@ -695,6 +695,10 @@ class Snapshot:
             for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
                 if isinstance(st, Mapping) and st.get("resourceClaimName"):
                     refs[str(st["resourceClaimName"])].add(key)
+            # DRAExtendedResource: the claim generated for extended-resource requests.
+            ext = (pod.get("status") or {}).get("extendedResourceClaimStatus")
+            if isinstance(ext, Mapping) and ext.get("resourceClaimName"):
+                refs[str(ext["resourceClaimName"])].add(key)
         ix.claim_refs_by_namespace[namespace] = refs
         return refs
 

@@ -114,3 +114,42 @@ def test_reservation_finding_only_for_a_bound_unreserved_pod():
     assert ("pod UID", "p-2") in finding.identifiers and ("claim UID", "c-1") in finding.identifiers
     unallocated = {**CLAIM, "status": {}}
     assert reservation_finding(unallocated, _pod([], uid="p-2")) is None
+
+
+def _extended_pod(request_name: str, claim_name: str = "train-gpu") -> dict:
+    """A pod whose container asks for an extended resource served by a generated claim."""
+    return {
+        "metadata": {"name": "train-0", "namespace": "ml", "uid": "p-1"},
+        "spec": {
+            "containers": [{"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": 1}}}]
+        },
+        "status": {
+            "extendedResourceClaimStatus": {
+                "resourceClaimName": claim_name,
+                "requestMappings": [
+                    {
+                        "containerName": "trainer",
+                        "requestName": request_name,
+                        "resourceName": "nvidia.com/gpu",
+                    }
+                ],
+            }
+        },
+    }
+
+
+def test_extended_resource_mapping_to_a_missing_request_is_reported():
+    from dradiag.analyses.wiring import extended_resource_findings
+
+    findings = extended_resource_findings(_extended_pod("container-0-request-0"), CLAIM)
+    assert [f.rule for f in findings] == ["DRA-WORK-WRONG-REQUEST"]
+    assert "container-0-request-0" in findings[0].detail and "'gpu'" in findings[0].detail
+
+
+def test_extended_resource_mapping_to_an_existing_request_or_another_claim_is_fine():
+    from dradiag.analyses.wiring import extended_resource_findings, extended_resource_mappings
+
+    assert extended_resource_findings(_extended_pod("gpu"), CLAIM) == []
+    other = _extended_pod("container-0-request-0", claim_name="someone-else")
+    assert extended_resource_mappings(other, CLAIM) == []
+    assert extended_resource_findings(other, CLAIM) == []

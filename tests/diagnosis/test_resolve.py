@@ -115,3 +115,24 @@ def test_template_missing_and_no_claim_needed(k8s):
     snap = k8s.snapshot(pods=[pod])
     [pc] = resolve_pod_claims(snap, snap.pod("ml", "train-0"))
     assert pc.resolution is Resolution.NOT_NEEDED and pc.claim is None
+
+
+def test_extended_resource_claim_resolves_without_a_pod_claim_name(k8s):
+    """DRAExtendedResource: the pod names its generated claim only in its status."""
+    claim = k8s.claim(name="train-0-extended-resources-x7k2p")
+    pod = k8s.pod(claim_name=None)
+    pod["spec"]["resourceClaims"] = []
+    pod["spec"]["containers"][0].pop("resources", None)
+    pod["status"]["extendedResourceClaimStatus"] = {
+        "resourceClaimName": "train-0-extended-resources-x7k2p",
+        "requestMappings": [
+            {"containerName": "trainer", "requestName": "gpu", "resourceName": "nvidia.com/gpu"}
+        ],
+    }
+    snap = k8s.snapshot(claims=[claim], pods=[pod])
+    [pc] = resolve_pod_claims(snap, snap.pod("ml", "train-0"))
+    assert pc.resolution is Resolution.EXTENDED_RESOURCE
+    assert pc.claim is snap.claim("ml", "train-0-extended-resources-x7k2p")
+    # No container lists it by a pod claim name: the wiring check must not read it as unused.
+    assert pod_claim_names_for(snap, snap.pod("ml", "train-0"), pc.claim) == []
+    assert snap.pods_for_claim(pc.claim) == [snap.pod("ml", "train-0")]

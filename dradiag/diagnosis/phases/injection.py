@@ -11,6 +11,7 @@ from dradiag.analyses import plugin_health as ph
 from dradiag.analyses.timeline import (
     parse_time,
 )
+from dradiag.analyses.visible_gpus import visible_gpus
 from dradiag.diagnosis.context import (
     NVIDIA_DRIVER,
     ClaimWalk,
@@ -115,6 +116,7 @@ def phase_injection(walk: ClaimWalk, prepare: PhaseResult) -> PhaseResult:
             )
     findings += _cdi_spec_missing(walk, started)
     findings += _cdi_not_applied(walk, started)
+    findings += _more_gpus_than_allocated(walk, started)
     summary = f"CDI {', '.join(cdi[:2])}" + (" …" if len(cdi) > 2 else "") if cdi else ""
     return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)
 
@@ -231,6 +233,98 @@ def _cdi_not_applied(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Find
                     ),
                 )
             )
+    return out
+
+
+def _full_gpus_of_container(walk: ClaimWalk, pod: K8sObject, name: str) -> int | None:
+    """Full GPUs the container's claims allocated, or None when that cannot be told (a claim
+    not in the snapshot, a MIG or non-NVIDIA device whose visibility reads differently)."""
+    spec = pod.get("spec") or {}
+    status_names = {
+        str(s.get("name")): s.get("resourceClaimName")
+        for s in pod_status_of(pod).get("resourceClaimStatuses") or ()
+        if isinstance(s, Mapping)
+    }
+    direct = {
+        str(c.get("name")): c.get("resourceClaimName")
+        for c in spec.get("resourceClaims") or ()
+        if isinstance(c, Mapping)
+    }
+    container = _container_spec(pod, name)
+    total = 0
+    for ref in (container.get("resources") or {}).get("claims") or ():
+        entry = str((ref or {}).get("name") or "")
+        claim_name = direct.get(entry) or status_names.get(entry)
+        claim = (
+            walk.claim
+            if claim_name == name_of(walk.claim)
+            else walk.snapshot.claim(namespace_of(pod), str(claim_name))
+            if claim_name
+            else None
+        )
+        if claim is None:
+            return None
+        wanted = (ref or {}).get("request")
+        for request, driver, _pool, device in claim_devices(claim):
+            if wanted and request != wanted and not request.startswith(f"{wanted}/"):
+                continue
+            if driver != NVIDIA_DRIVER or "mig" in device.lower():
+                return None
+            total += 1
+    return total or None
+
+
+def _more_gpus_than_allocated(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Finding]:
+    """A container that lists the claim and prints more GPUs than its claims allocated.
+
+    With the claim's CDI devices applied, a container sees exactly the allocated GPUs; a
+    runtime that ignores them (CDI disabled, the nvidia runtime as default handing out
+    every GPU of the node) starts it with all of them. The workload's own ``nvidia-smi -L``
+    or ``CUDA_VISIBLE_DEVICES`` line is the proof (nvidia-driver-facts §6; peers §6 P4).
+    """
+    out: list[Finding] = []
+    for pod in started:
+        given = containers_given_devices(walk, pod)
+        node = (pod.get("spec") or {}).get("nodeName")
+        for name in sorted(given):
+            if _hides_gpu(_container_spec(pod, name)):
+                continue
+            allocated = _full_gpus_of_container(walk, pod, name)
+            if allocated is None:
+                continue
+            for log in walk.snapshot.logs_for(namespace_of(pod), name_of(pod), name):
+                seen = visible_gpus(log.text)
+                if seen is None or seen.count <= allocated:
+                    continue
+                out.append(
+                    Finding(
+                        rule=INJ_CDI_NOT_APPLIED,
+                        phase=Phase.INJECTION,
+                        severity=Severity.ERROR,
+                        title="the runtime started the container without applying the claim's "
+                        "CDI devices",
+                        detail=f"Container {name!r} of pod {pod_key(pod)} sees {seen.count} GPUs "
+                        f"but its claims allocated {allocated} (ResourceClaim {walk.claim_key}): "
+                        "the runtime did not apply the claim's CDI devices (CDI disabled or "
+                        "unsupported in the runtime) and exposed every GPU of node "
+                        f"{node} instead.",
+                        evidence=(
+                            Evidence(
+                                source=EvidenceSource.LOG,
+                                ref=f"log {namespace_of(pod)}/{name_of(pod)}/{name}"
+                                + (" (previous)" if log.previous else ""),
+                                excerpt=seen.line or f"{seen.count} GPUs listed",
+                            ),
+                        ),
+                        next=(
+                            f"grep -n -A3 enable_cdi /etc/containerd/config.toml on {node}",
+                            f"kubectl exec -n {namespace_of(pod)} {name_of(pod)} -c {name} -- "
+                            "nvidia-smi -L",
+                        ),
+                        identifiers=(("pod", pod_key(pod)), ("container", name)),
+                    )
+                )
+                break
     return out
 
 

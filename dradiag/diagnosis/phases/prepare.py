@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime, timedelta
 
 from dradiag.analyses.timeline import (
     age,
     event_last_time,
     format_age,
+    parse_time,
 )
 from dradiag.diagnosis.context import (
     ClaimWalk,
@@ -39,7 +42,11 @@ def _prepare_events(walk: ClaimWalk, pod: K8sObject) -> list[K8sObject]:
 def phase_prepare(walk: ClaimWalk) -> PhaseResult:
     """The kubelet prepared the claim on each pod's node, or why it did not."""
     phase = Phase.PREPARE
-    bound = [p for p in walk.bound_pods() if not pod_terminating(p)]
+    # A pod being deleted before its containers ever started still carries its Prepare
+    # failure: the deletion is a later event and never outranks that earlier broken
+    # boundary (DESIGN §2). Only its failure evidence counts (no "stuck" inference: a
+    # deleted pod waits on Unprepare, not Prepare).
+    bound = [p for p in walk.bound_pods() if not pod_terminating(p) or not pod_started(p)]
     allocated = walk.allocation is not None or (
         not walk.status_known and bool(walk.allocation_proof())
     )
@@ -64,13 +71,17 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
         hits_by_pod.setdefault(id(h.pod), []).append(h)
     for pod in bound:
         # Evidence about no particular pod (a component log line naming the claim) is
-        # this claim's Prepare outcome for each of its waiting pods.
-        pod_hits = hits_by_pod.get(id(pod), []) or podless
+        # this claim's Prepare outcome for each of its waiting pods, next to the pod's own
+        # (the plugin log names the cause a kubelet event only wraps, e.g. a deadline).
+        pod_hits = hits_by_pod.get(id(pod), []) + podless
         if pod_started(pod) or pod_done(pod):
-            findings += [as_historical(h.finding, "the pod's containers started") for h in pod_hits]
+            for h in pod_hits:
+                stale = _skipped_after_restart(walk, pod, h.finding)
+                findings.append(stale or as_historical(h.finding, "the pod's containers started"))
             continue
-        waiting.append(pod)
-        findings += [h.finding for h in pod_hits]
+        if not pod_terminating(pod):
+            waiting.append(pod)
+        findings += _current_first(walk, pod_hits)
         if pod_hits:
             continue
         failed = _prepare_events(walk, pod)
@@ -138,6 +149,12 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
                     identifiers=(("claim UID", walk.claim_uid), ("node", str(node))),
                 )
             )
+    deleted_unstarted = [
+        p for p in bound if pod_terminating(p) and not (pod_started(p) or pod_done(p))
+    ]
+    if not findings and len(deleted_unstarted) == len(bound):
+        # Deleted before any container started, with no Prepare failure on record.
+        return phase_result(walk.rulebook, phase, findings, PhaseStatus.NOT_REACHED)
     if waiting and not findings:
         return phase_result(
             walk.rulebook, phase, findings, PhaseStatus.NOT_REACHED, "Prepare in progress"
@@ -145,6 +162,119 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
     prepared = sorted({str((p.get("spec") or {}).get("nodeName")) for p in bound if pod_started(p)})
     summary = f"prepared on {', '.join(prepared)}" if prepared else ""
     return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)
+
+
+def _current_first(walk: ClaimWalk, hits: list[RuleHit]) -> list[Finding]:
+    """The pod's Prepare findings, where an older failure gives way to the current one.
+
+    kubelet retries Prepare on every sync and each attempt can fail differently (a CDI spec
+    error once, then ``Insufficient Resources`` eight times since); the event repeated up to
+    now is what blocks the pod today, an earlier one with another cause is history. Only a
+    specific current failure displaces an older one: a catch-all that happens to be newer
+    (an umbrella "Prepare failed") does not erase a cause named earlier.
+    """
+    timed = [
+        (t, h)
+        for h in hits
+        if h.finding.severity is Severity.ERROR and (t := parse_time(h.last_seen)) is not None
+    ]
+    if len(timed) < 2:
+        return [h.finding for h in hits]
+    newest_time, newest = max(timed, key=lambda th: th[0])
+    rule = walk.rulebook.get(newest.finding.rule) if walk.rulebook is not None else None
+    if rule is None or getattr(rule, "fallback", False):
+        return [h.finding for h in hits]
+    out = []
+    for h in hits:
+        t = parse_time(h.last_seen)
+        older = (
+            t is not None
+            and t < newest_time
+            and h.finding.severity is Severity.ERROR
+            and h.finding.rule != newest.finding.rule
+        )
+        out.append(
+            replace(
+                h.finding,
+                severity=Severity.INFO,
+                detail=f"An earlier Prepare attempt (last {h.last_seen}); the current one fails "
+                f"with {newest.finding.rule} (last {newest.last_seen}): {h.finding.detail}",
+            )
+            if older
+            else h.finding
+        )
+    return out
+
+
+_SKIPPED_PREPARE = "DRA-PREP-SKIPPED-COMPLETED"
+_FAILING_WAITING = frozenset({"CrashLoopBackOff", "RunContainerError", "Error"})
+
+
+def _node_ready_since(walk: ClaimWalk, pod: K8sObject) -> datetime | None:
+    node = walk.snapshot.node(str((pod.get("spec") or {}).get("nodeName") or ""))
+    for cond in ((node or {}).get("status") or {}).get("conditions") or ():
+        if (
+            isinstance(cond, Mapping)
+            and cond.get("type") == "Ready"
+            and cond.get("status") == "True"
+        ):
+            return parse_time(cond.get("lastTransitionTime"))
+    return None
+
+
+def _skipped_after_restart(walk: ClaimWalk, pod: K8sObject, finding: Finding) -> Finding | None:
+    """The plugin's skipped Prepare, raised to the cause when the node came back since.
+
+    "Skip prepare: claim already in PrepareCompleted state" is right after a plugin
+    restart, and wrong after a node reboot: the checkpoint survived, what Prepare set up
+    (MPS daemon, MIG devices, tmpfs CDI spec) did not. The reasoning an expert applies:
+    the node became Ready again after the pod had started (the claim was prepared before),
+    and the consumer's containers keep failing since then, so the skipped Prepare left
+    the claim without its node-side setup. A runtime that cannot create the container is
+    injection's to explain (a lost CDI spec), so a container waiting there is left out.
+    """
+    if finding.rule != _SKIPPED_PREPARE:
+        return None
+    ready = _node_ready_since(walk, pod)
+    started = parse_time(pod_status_of(pod).get("startTime"))
+    if ready is None or started is None or ready <= started:
+        return None
+    failing = []
+    for cs in container_statuses(pod):
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        last = (cs.get("lastState") or {}).get("terminated") or {}
+        ran = parse_time(last.get("startedAt"))
+        if (
+            waiting.get("reason") in _FAILING_WAITING
+            and ran is not None
+            and ran >= ready
+            and last.get("exitCode") not in (None, 0)
+        ):
+            failing.append(
+                f"{cs.get('name')} ({waiting.get('reason')}, exit {last.get('exitCode')})"
+            )
+    if not failing:
+        return None
+    node = (pod.get("spec") or {}).get("nodeName")
+    return replace(
+        finding,
+        severity=Severity.ERROR,
+        title="Prepare was skipped after the node restarted: the checkpoint still said "
+        "PrepareCompleted",
+        detail=f"Node {node} became Ready again at {ready:%Y-%m-%dT%H:%M:%SZ}, after pod "
+        f"{pod_key(pod)} had started with the claim prepared; the plugin then answered "
+        "Prepare from its checkpoint (PrepareCompleted) without setting the devices up "
+        "again, and the pod's containers keep failing since: "
+        f"{', '.join(failing)}. {finding.detail}",
+        evidence=(
+            *finding.evidence,
+            Evidence(
+                source=EvidenceSource.OBJECT,
+                ref=f"Node {node} .status.conditions[Ready]",
+                excerpt=f"lastTransitionTime {ready:%Y-%m-%dT%H:%M:%SZ}",
+            ),
+        ),
+    )
 
 
 def waiting_summary(pod: K8sObject) -> str:

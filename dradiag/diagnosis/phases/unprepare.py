@@ -32,6 +32,7 @@ from dradiag.diagnosis.rule_ids import (
     UNPREPARE_CAUSE_RULE,
 )
 from dradiag.snapshot.model import (
+    ContainerLog,
     K8sObject,
     Kind,
     Snapshot,
@@ -48,7 +49,7 @@ _OTHER_CLAIM_UID = re.compile(
 
 
 _MIG_CREATE_PARENT = re.compile(
-    r"error creating GPU instance for '(?P<dev>gpu-(?P<minor>\d+)-[^']*)'"
+    r"error creating GPU instance for '(?P<dev>gpu-(?P<minor>\d+)-[^']*)'(?:: (?P<cause>[A-Za-z ]+))?"
 )
 
 
@@ -118,6 +119,31 @@ def _leaked_by_other_claim(walk: ClaimWalk, prepare: PhaseResult) -> list[Findin
             if other is None:
                 other_names[partial.uid] = partial.claim
     if mig and not culprits:
+        # The same leak on another GPU of the node: the plugin is seen dropping partially
+        # prepared claims without tearing their MIG devices down, which is what occupies a
+        # placement; the occupant of this GPU is then most likely another such leftover.
+        minor = mig.group("minor")
+        stale = _stale_claim_uids(walk)
+        for partial in _partial_prepares(walk):
+            if partial.uid == walk.claim_uid or partial.uid not in stale:
+                continue
+            if snap.claim_by_uid(partial.uid) is not None:
+                continue
+            culprits.append(
+                (
+                    None,
+                    partial.uid,
+                    f"it was partially prepared ({', '.join(partial.devices)}) and is gone from "
+                    "the API server, and the plugin's clean-up dropped it as an 'unprepare noop' "
+                    "without tearing its MIG devices down; that is on another GPU than "
+                    f"gpu-{minor}, so it shows the leak, and a leftover GPU instance of such a "
+                    f"partially prepared claim is the likely occupant of gpu-{minor}'s placement",
+                )
+            )
+            extra_evidence.append(partial.evidence)
+            other_names[partial.uid] = partial.claim
+            break
+    if mig and not culprits:
         for node in walk.nodes():
             for other in _claims_on_node(snap, node):
                 if other is walk.claim:
@@ -130,6 +156,9 @@ def _leaked_by_other_claim(walk: ClaimWalk, prepare: PhaseResult) -> list[Findin
                 why = _release_pending(walk, other)
                 if why:
                     culprits.append((other, uid_of(other), why))
+    surfaced = (
+        f" ({mig.group('dev')}: {mig.group('cause').strip()})" if mig and mig.group("cause") else ""
+    )
     for other, other_uid, why in culprits:
         other_key = (
             key_of(other)
@@ -142,9 +171,9 @@ def _leaked_by_other_claim(walk: ClaimWalk, prepare: PhaseResult) -> list[Findin
                 phase=Phase.UNPREPARE,
                 severity=Severity.ERROR,
                 title="another claim's devices were never released on the node",
-                detail=f"Prepare of {walk.claim_key} fails because ResourceClaim {other_key} "
-                f"(UID {other_uid}) was not fully unprepared: {why}. The broken boundary is "
-                "that claim's Unprepare, not this claim's Prepare.",
+                detail=f"Prepare of {walk.claim_key} fails{surfaced} because ResourceClaim "
+                f"{other_key} (UID {other_uid}) was not fully unprepared: {why}. The broken "
+                "boundary is that claim's Unprepare, not this claim's Prepare.",
                 evidence=(
                     *tuple(
                         e
@@ -169,9 +198,14 @@ def _leaked_by_other_claim(walk: ClaimWalk, prepare: PhaseResult) -> list[Findin
 
 _PARTIAL_PREPARE = re.compile(
     r"(?:preparation started but not completed for claim|no MIG rollback \(DynamicMIG "
-    r"disabled\) for partially prepared claim) (?P<ns>[^/\s]+)/(?P<name>[^:\s]+):"
-    r"(?P<uid>[0-9a-fA-F-]{8,}) \(devices: \[(?P<devices>[^\]]*)\]\)"
+    r"disabled\) for partially prepared claim) '?(?P<ns>[^/\s']+)/(?P<name>[^:\s']+):"
+    r"(?P<uid>[0-9a-fA-F-]{8,})'? \(devices: \[(?P<devices>.*)\]\)"
 )
+"""The plugin's no-op unprepare of a partially prepared claim; ``devices`` is a plain list
+(``[gpu-2-mig-4g95gb-5-0]``) or Go's dump of the allocation results (``[{req driver pool
+gpu-1-mig-2g47gb-14-0 <nil> …}]``)."""
+
+_DEVICE_NAME = re.compile(r"\bgpu-\d+(?:-mig-[0-9a-z]+(?:-\d+)*)?\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,33 +218,64 @@ class _PartialPrepare:
     evidence: Evidence
 
 
+def _node_plugin_logs(walk: ClaimWalk) -> list[ContainerLog]:
+    """The kubelet-plugin logs of the claim's nodes; a plugin log pasted without its pod
+    (``kubelet-plugin.log``) counts as the node's when the claim has one node."""
+    logs = [
+        log for node in walk.nodes() for log in ph.plugin_logs(walk.snapshot, walk.plugin(node))
+    ]
+    logs += [
+        log
+        for log in walk.snapshot.component_logs()
+        if log.component == "kubelet-plugin" and len(walk.nodes()) <= 1
+    ]
+    return logs
+
+
+_STALE_CLAIM = re.compile(
+    r"partially prepared claim '[^':\s]+/[^':\s]+:(?P<uid>[0-9a-fA-F-]{8,})' is stale: "
+    r"not found in API server"
+)
+
+
+def _stale_claim_uids(walk: ClaimWalk) -> set[str]:
+    """UIDs the plugin's clean-up found gone from the API server (its own word)."""
+    return {
+        m.group("uid") for log in _node_plugin_logs(walk) for m in _STALE_CLAIM.finditer(log.text)
+    }
+
+
 def _partial_prepares(walk: ClaimWalk) -> list[_PartialPrepare]:
     """No-op unprepares of partially prepared claims in the plugin logs of the claim's nodes
     (nvidia-driver-facts §5.4 D/E, §8.3: the orphaned GI/CI behind ``Insufficient Resources``)."""
     out: list[_PartialPrepare] = []
-    for node in walk.nodes():
-        health = walk.plugin(node)
-        for log in ph.plugin_logs(walk.snapshot, health):
-            if "partially prepared" not in log.text and "not completed for claim" not in log.text:
+    for log in _node_plugin_logs(walk):
+        if "partially prepared" not in log.text and "not completed for claim" not in log.text:
+            continue
+        for number, line in enumerate(log.text.splitlines(), 1):
+            m = _PARTIAL_PREPARE.search(line)
+            if not m:
                 continue
-            for number, line in enumerate(log.text.splitlines(), 1):
-                m = _PARTIAL_PREPARE.search(line)
-                if not m:
-                    continue
-                devices = tuple(d for d in re.split(r"[\s,]+", m.group("devices")) if d)
-                where = f"{log.namespace or ''}/{log.pod}/{log.container}"
-                out.append(
-                    _PartialPrepare(
-                        claim=f"{m.group('ns')}/{m.group('name')}",
-                        uid=m.group("uid"),
-                        devices=devices,
-                        evidence=Evidence(
-                            source=EvidenceSource.LOG,
-                            ref=f"log {where}{' (previous)' if log.previous else ''}:{number}",
-                            excerpt=line.strip()[:600],
-                        ),
-                    )
+            devices = tuple(dict.fromkeys(_DEVICE_NAME.findall(m.group("devices")))) or tuple(
+                d for d in re.split(r"[\s,]+", m.group("devices")) if d
+            )
+            where = (
+                f"{log.namespace or ''}/{log.pod}/{log.container}"
+                if log.pod
+                else str(log.source or log.component)
+            )
+            out.append(
+                _PartialPrepare(
+                    claim=f"{m.group('ns')}/{m.group('name')}",
+                    uid=m.group("uid"),
+                    devices=devices,
+                    evidence=Evidence(
+                        source=EvidenceSource.LOG,
+                        ref=f"log {where}{' (previous)' if log.previous else ''}:{number}",
+                        excerpt=line.strip()[:600],
+                    ),
                 )
+            )
     return out
 
 
@@ -371,8 +436,29 @@ def phase_unprepare(walk: ClaimWalk, prepare: PhaseResult) -> PhaseResult:
     return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK)
 
 
+def _reserved_name(claim: K8sObject, pod_uid: str) -> str:
+    """The pod name a ``reservedFor`` entry records for ``pod_uid`` (the pod may be gone)."""
+    for entry in (claim.get("status") or {}).get("reservedFor") or ():
+        if isinstance(entry, Mapping) and entry.get("uid") == pod_uid and entry.get("name"):
+            return str(entry["name"])
+    return ""
+
+
 def _stale_reservation(walk: ClaimWalk, pod_uid: str, pod: K8sObject | None, what: str) -> Finding:
-    label = pod_key(pod) if pod is not None else f"with UID {pod_uid}"
+    name = _reserved_name(walk.claim, pod_uid)
+    if pod is not None:
+        label = pod_key(pod)
+    else:
+        label = f"{name} (UID {pod_uid})" if name else f"with UID {pod_uid}"
+    meta = walk.claim.get("metadata") or {}
+    deleting = ""
+    if meta.get("deletionTimestamp") and meta.get("finalizers"):
+        # The reservation is also what keeps a deleted claim: its finalizer is removed only
+        # after the reservation and the allocation are.
+        deleting = (
+            f" The claim itself was deleted at {meta['deletionTimestamp']} and is kept by its "
+            f"finalizer {', '.join(str(f) for f in meta.get('finalizers') or [])} until then."
+        )
     return Finding(
         rule=UNPREP_STALE_RESERVATION,
         phase=Phase.UNPREPARE,
@@ -380,7 +466,9 @@ def _stale_reservation(walk: ClaimWalk, pod_uid: str, pod: K8sObject | None, wha
         title="the claim is still reserved for a pod that no longer needs it",
         detail=f"ResourceClaim {walk.claim_key} is allocated and reserved for pod {label}, which "
         f"{what}: the resourceclaim controller should have removed the reservation and "
-        "deallocated the devices, so they stay unavailable to every other claim.",
+        "deallocated the devices, so they stay unavailable to every other claim." + deleting,
+        cause=f"pod {label} {what}"
+        + ("; the claim's deletion waits on its finalizer" if deleting else ""),
         evidence=(
             Evidence(
                 source=EvidenceSource.OBJECT,

@@ -29,6 +29,7 @@ def phase_workload(walk: ClaimWalk, injection: PhaseResult) -> PhaseResult:
     phase = Phase.WORKLOAD
     findings: list[Finding] = []
     for pod in walk.pods:
+        findings += wiring.extended_resource_findings(pod, walk.claim)
         names = pod_claim_names(walk, pod)
         if not names:
             continue
