@@ -63,6 +63,8 @@ _NAME_RE = re.compile(r"\b_[A-Za-z][A-Za-z0-9_]*\b")
 _EMPTY_VARS: dict[str, Any] = {}
 
 COST_LIMIT = 1_000_000
+_SPILL_EVERY = 16
+_BRACKETS = re.compile(r"[(\[{]")
 
 _PRIMITIVE_EQ = frozenset({"int", "string", "bool", "bytes", "double", "uint"})
 _ORDER_OPS = {"_<_": "<", "_<=_": "<=", "_>_": ">", "_>=_": ">="}
@@ -174,6 +176,7 @@ class _Gen:
         self.validate_regex = validate_regex
         self.lines: list[str] = []
         self.depth = 1
+        self.nesting = 0  # gen() calls in progress
         self.counter = 0
         self.consts: dict[str, Any] = {}
         self.const_ids: dict[tuple[str, Any], str] = {}
@@ -259,6 +262,21 @@ class _Gen:
 
     # dispatch ---------------------------------------------------------------------------
     def gen(self, node: Node, scope: dict[str, str]) -> str:
+        """The Python expression of ``node``; every ``_SPILL_EVERY`` levels it becomes a temporary.
+
+        Python's own parser refuses an expression nested 200 parentheses deep, and a CEL
+        expression within cel-go's limits can nest deeper than that (``a.b.c...`` 250
+        times); a temporary every few levels keeps the generated source shallow. Spilling is
+        safe wherever statements are (gen_args spills earlier arguments first).
+        """
+        self.nesting += 1
+        expr = self._gen(node, scope)
+        self.nesting -= 1
+        if self.nesting and self.nesting % _SPILL_EVERY == 0 and _BRACKETS.search(expr):
+            expr = self.name_of(expr)
+        return expr
+
+    def _gen(self, node: Node, scope: dict[str, str]) -> str:
         if isinstance(node, Literal):
             if node.kind == "uint":
                 return self.const(runtime.Uint(node.value))
