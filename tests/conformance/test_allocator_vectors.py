@@ -20,8 +20,7 @@ import yaml
 
 from dradiag.cli.app import run
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-VECTORS_FILE = SHARED / "conformance" / "k8s" / "dra-allocator-vectors.yaml"
+VECTORS_FILE = Path(__file__).with_name("data") / "k8s" / "dra-allocator-vectors.yaml"
 
 GATES = {
     "AdminAccess": ("DRAAdminAccess",),

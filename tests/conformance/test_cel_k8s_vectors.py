@@ -10,8 +10,7 @@ import yaml
 
 from dradiag.analyses.cel import CelCompileError, CelRuntimeError, cel_device, compile_selector
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-VECTORS = REPO_ROOT.parent / "shared" / "conformance" / "k8s" / "dra-cel-vectors.yaml"
+VECTORS = Path(__file__).with_name("data") / "k8s" / "dra-cel-vectors.yaml"
 
 
 def _load() -> list[dict[str, Any]]:
