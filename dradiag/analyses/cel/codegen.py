@@ -182,6 +182,7 @@ class _Gen:
         self.const_ids: dict[tuple[str, Any], str] = {}
         self.loop_depth = 0
         self.metered = False
+        self.report_cost = False  # return (result, cost): the conformance test's view
         self.root: Node | None = None
         self.lazy: dict[str, tuple[Node, dict[str, str]]] = {}
         self.returned = False  # the root already returned its result on every path
@@ -194,7 +195,7 @@ class _Gen:
     def ret(self, expr: str) -> None:
         """The device's result is ``expr``: return it, or record it and go to the next device."""
         if self.mode == FUNCTION:
-            self.emit(f"return {expr}")
+            self.emit(f"return ({expr}, _cost)" if self.report_cost else f"return {expr}")
         elif self.mode == SWEEP:
             self.emit(f"_ap({expr})")
             self.emit("continue")
@@ -1041,8 +1042,13 @@ def generate(
     selector: bool,
     validate_regex: bool = True,
     mode: str = FUNCTION,
+    report_cost: bool = False,
 ) -> GeneratedCode:
     """Return the source of ``def _cel(device, _vars)`` evaluating ``root``.
+
+    ``report_cost`` (FUNCTION only) meters every expression and returns ``(result, cost)``:
+    the cost this engine charges one evaluation against the limit, which the Kubernetes
+    vectors compare with cel-go's worst-case estimate.
 
     With ``mode`` SWEEP or SELECT (selectors only), ``_cel(devices)`` loops over a sequence
     of devices with the evaluation inlined in the loop body (no call per device; helpers and
@@ -1052,9 +1058,12 @@ def generate(
     """
     if mode not in (FUNCTION, SWEEP, SELECT) or (mode != FUNCTION and not selector):
         raise ValueError(f"cannot generate {mode!r} code for this expression")
+    if report_cost and mode != FUNCTION:
+        raise ValueError("report_cost is for FUNCTION code")
     batch = mode != FUNCTION
     gen = _Gen(expression, checked, selector=selector, validate_regex=validate_regex, mode=mode)
-    gen.metered = _has_comprehension(root)
+    gen.metered = report_cost or _has_comprehension(root)
+    gen.report_cost = report_cost
     gen.root = root
     base = 3 if batch else 1
     gen.depth = base

@@ -220,6 +220,19 @@ class CompiledSelector:
             append(r)
         return out
 
+    def metered_cost(self, device: CelDevice) -> int:
+        """The cost one evaluation on ``device`` is charged against the 1,000,000 limit.
+
+        Generated on demand (metering every expression); a runtime error propagates.
+        """
+        with recursion_headroom():
+            generated = generate(
+                self.expression, self._root, self._checked, selector=True, report_cost=True
+            )
+            fn = _compile_function(generated.source, generated.namespace, self.expression)
+        cost: int = fn(device)[1]
+        return cost
+
     def evaluate_clauses(self, device: CelDevice) -> Clause:
         """Evaluate each operand of the top-level ``&&``/``||`` tree separately (no short-circuit)."""
         with recursion_headroom():
