@@ -748,3 +748,15 @@ def test_the_oracle_bind_bug_has_the_skipped_shape() -> None:
         assert _both_unskipped(fine) == ("true", "true"), fine
     assert _bind_after_short_circuit("x.exists(y, y.matches('(?i)a)')) && cel.bind(v, 1, v > 0)")
     assert not _bind_after_short_circuit("x.exists(y, cel.bind(v, ')', v == y))")
+
+
+def test_the_listed_library_differences_are_real() -> None:
+    """What LIBRARY_DIFFERENCES says the oracle's parsers take and Kubernetes does not."""
+    for text in (" 1", "1_000", "NaN", "1K"):
+        k8s_quantity.parse_quantity(text)  # the Python client takes it ...
+        assert _both(f"quantity('{text}').isLessThan(quantity('2'))")[0] == "error"  # ... Go not
+    for text in ("v1.0.0", "1.0", "01.0.0"):
+        with pytest.raises(ValueError):
+            spec_semver_key(text)
+        assert _both(f"semver('{text}', true).compareTo(semver('1.0.0')) == 0")[0] == "true"
+    assert len(LIBRARY_DIFFERENCES) == 4
