@@ -1,4 +1,4 @@
-"""Benchmark: `dradiag selector-check` on a 160k-device DynamicMIG fleet, against a bare JSON parse.
+"""Benchmark: `dradiag selector-check` on a device fleet, against a bare JSON parse of the same file.
 
 Generates ``kubectl get resourceslices -o json`` for 1,000 nodes × 8 H100 80GB in the
 DynamicMIG split model (nvidia-driver-facts §1.5, §9.3: a counters slice per node, then
@@ -12,12 +12,17 @@ prints in one run:
 - the ratio of the two (target ≤ 2), and each process's peak RSS against the file size
   (target ≤ 3×).
 
+``--case distinct`` measures the case memoization cannot help: 100,000 full GPUs
+(``--devices``), every one distinct in what the selector reads (its own ``uuid``,
+``serial`` and ``pciBusID``), checked with ``selector-check --expr`` on an expression that
+reads the ``uuid``; the time then goes into converting and evaluating each device.
+
 Wall and CPU time are both shown, with the load average before and after: on a shared
 machine the wall ratio moves with other people's work, the CPU ratio much less.
 ``--repeat N`` keeps the fastest of N runs of each side.
 
-Run by hand: ``.venv/bin/python bench/selector_check.py [--nodes 1000] [--keep DIR]
-[--repeat N]``.
+Run by hand: ``.venv/bin/python bench/selector_check.py [--case fleet|distinct]
+[--nodes 1000] [--devices 100000] [--keep DIR] [--repeat N]``.
 """
 
 from __future__ import annotations
@@ -202,6 +207,48 @@ def generate(path: Path, nodes: int, gpus: int = 8) -> int:
     return devices_total
 
 
+DISTINCT_EXPR = "device.attributes['gpu.nvidia.com'].uuid.startsWith('GPU-0000')"
+
+
+def generate_distinct(path: Path, devices: int, gpus: int = 8) -> int:
+    """Write a fleet of full GPUs, each with its own uuid, serial and PCI address."""
+    nodes = max(1, devices // gpus)
+    with path.open("w") as out:
+        out.write('{"apiVersion": "v1", "kind": "List", "items": [\n')
+        for n in range(nodes):
+            node = f"node-{n:05d}"
+            slice_devices = []
+            for g in range(gpus):
+                i = n * gpus + g
+                attrs = _attributes(g, "gpu", f"GPU-{n:08x}-{g:04x}-4000-8000-{i:012x}")
+                attrs["serial"] = {"string": f"{1_650_000_000_000 + i}"}
+                attrs["resource.kubernetes.io/pciBusID"] = {
+                    "string": f"{n // 256:04x}:{n % 256:02x}:{g:02x}.0"
+                }
+                attrs["index"] = {"int": g}
+                slice_devices.append(
+                    {
+                        "name": f"gpu-{g}",
+                        "attributes": attrs,
+                        "capacity": _capacity(8, 7, 7, "80Gi", 132, 1),
+                    }
+                )
+            item = {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{node}-gpu.nvidia.com-x7k2p"},
+                "spec": {
+                    "driver": "gpu.nvidia.com",
+                    "nodeName": node,
+                    "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                    "devices": slice_devices,
+                },
+            }
+            out.write(("" if n == 0 else ",\n") + json.dumps(item, separators=(",", ":")))
+        out.write("\n]}\n")
+    return nodes * gpus
+
+
 _PARSE = """
 import gc, resource, sys, time
 import orjson
@@ -220,7 +267,8 @@ t, c = time.perf_counter(), time.process_time()
 from dradiag.cli.app import run
 buffer = io.StringIO()
 with redirect_stdout(buffer):
-    code = run(["selector-check", sys.argv[2], "--slices", sys.argv[1], "-o", "json"])
+    args = ["--expr", sys.argv[3]] if len(sys.argv) > 3 else [sys.argv[2]]
+    code = run(["selector-check", *args, "--slices", sys.argv[1], "-o", "json"])
 elapsed, cpu = time.perf_counter() - t, time.process_time() - c
 print(elapsed, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, code,
       len(buffer.getvalue()))
@@ -246,7 +294,15 @@ def _load() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--case",
+        choices=["fleet", "distinct"],
+        default="fleet",
+        help="fleet: the DynamicMIG fleet and a claim template (memoization pays); "
+        "distinct: every device distinct in what --expr reads (memoization cannot)",
+    )
     parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--devices", type=int, default=100_000, help="devices of --case distinct")
     parser.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
     parser.add_argument(
         "--repeat", type=int, default=1, help="run each side N times, keep the fastest (wall)"
@@ -259,10 +315,17 @@ def main() -> None:
         template = where / "template.yaml"
         template.write_text(TEMPLATE)
         start = time.perf_counter()
-        devices = generate(fleet, args.nodes)
+        check_args = [str(fleet), str(template)]
+        if args.case == "distinct":
+            devices = generate_distinct(fleet, args.devices)
+            check_args.append(DISTINCT_EXPR)
+            what = f"--expr {DISTINCT_EXPR!r}"
+        else:
+            devices = generate(fleet, args.nodes)
+            what = "2 requests"
         size = fleet.stat().st_size
         print(
-            f"fleet: {args.nodes} nodes, {devices} devices, {size / 2**20:.1f} MiB "
+            f"fleet ({args.case}): {devices} devices, {size / 2**20:.1f} MiB "
             f"(generated in {time.perf_counter() - start:.1f} s)"
         )
         print(f"before: {_load()}")
@@ -272,11 +335,9 @@ def main() -> None:
             f"{parse_cpu:.2f} s CPU, peak RSS {parse_rss / 2**20:.0f} MiB "
             f"({parse_rss / size:.1f}x file)"
         )
-        check_s, check_cpu, check_rss, code, out_len = _best(
-            _CHECK, args.repeat, str(fleet), str(template)
-        )
+        check_s, check_cpu, check_rss, code, out_len = _best(_CHECK, args.repeat, *check_args)
         print(
-            f"dradiag selector-check (2 requests, -o json): {check_s:.2f} s wall, "
+            f"dradiag selector-check ({what}, -o json): {check_s:.2f} s wall, "
             f"{check_cpu:.2f} s CPU, exit {int(code)}, {int(out_len) / 2**10:.0f} KiB of JSON, "
             f"peak RSS {check_rss / 2**20:.0f} MiB ({check_rss / size:.1f}x file)"
         )

@@ -17,9 +17,6 @@ if TYPE_CHECKING:
     from dradiag.sources.workloads import ClaimManifest, ManifestSet, PodClaimUse
     from dradiag.vocabulary import Finding, Severity
 
-MAX_EXPRESSION_BYTES = 10 * 1024
-"""CELSelectorExpressionMaxLength (k8s-dra-semantics §1.5)."""
-
 
 def inventory_notes(snapshot: Snapshot, inventory: DeviceInventory) -> list[str]:
     """What a reader should know about the device source: built-in classes, no devices."""
@@ -44,23 +41,23 @@ def inventory_notes(snapshot: Snapshot, inventory: DeviceInventory) -> list[str]
 
 
 def expression_error(expr: str) -> str | None:
-    """Why ``--expr`` cannot run (too long, or the compile error with its caret), or None."""
+    """Why ``--expr`` cannot run (too long, or the compile error with its caret), or None.
+
+    The message is what the API server or cel-go says (``Too long: may not be more than
+    10240 bytes``, ``expression recursion limit exceeded: 250``, ...); an error about the
+    whole expression has no caret line, so a huge expression is not echoed back.
+    """
     from dradiag.analyses.cel import CelCompileError, compile_selector
 
-    size = len(expr.encode("utf-8"))
-    if size > MAX_EXPRESSION_BYTES:
-        return (
-            f"dradiag: error: --expr: expression is {size} bytes, longer than the limit of "
-            f"{MAX_EXPRESSION_BYTES} (CELSelectorExpressionMaxLength)\n"
-        )
     try:
         compile_selector(expr)
     except CelCompileError as exc:
-        where = f":{exc.line}:{exc.column}" if exc.line is not None else ""
+        if exc.line is None:
+            return f"dradiag: error: --expr: CEL compile error: {exc.reason}\n"
         caret = exc.render_caret().split("\n")
         return (
-            f"dradiag: error: --expr{where}: CEL compile error: {exc.reason}\n"
-            + "\n".join(caret[:-1] if exc.line is not None else caret[:1])
+            f"dradiag: error: --expr:{exc.line}:{exc.column}: CEL compile error: {exc.reason}\n"
+            + "\n".join(caret[:-1])
             + "\n"
         )
     return None

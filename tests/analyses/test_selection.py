@@ -637,6 +637,55 @@ def test_grouped_evaluation_equals_device_by_device(
     } <= statuses
 
 
+@pytest.mark.parametrize("source", ["ordinary", "streamed"])
+def test_a_device_converted_for_what_a_selector_reads_gives_the_same_outcome(
+    varied: Path, source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cel_reading`` converts only the keys read; every selector sees what ``cel`` gives."""
+    from dradiag.analyses.cel import CelRuntimeError, compile_selector
+    from dradiag.analyses.selection.grouping import _ReadSpec
+
+    snapshot = (
+        load_snapshot(str(varied)) if source == "ordinary" else _streamed(varied, monkeypatch)
+    )
+    expressions = [e for _, exprs, _ in VARIED_REQUESTS for e in exprs] + [
+        "device.attributes['gpu.nvidia.com'].uuid.startsWith('GPU-0')",
+        "device.attributes['resource.kubernetes.io'].pciBusID.endsWith(':00.0')",
+        "has(device.attributes['gpu.nvidia.com'].parentUUID) && device.driver == 'gpu.nvidia.com'",
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0",
+        "device.attributes['gpu.nvidia.com'].numa == 1 || device.allowMultipleAllocations",
+    ]
+
+    def outcome(selector: Any, device: Any) -> Any:
+        try:
+            return selector.matches(device)
+        except CelRuntimeError as exc:
+            return str(exc)
+
+    whole = build_inventory(snapshot, grouped=False)
+    compared = partial = 0
+    for expression in expressions:
+        try:
+            selector = compile_selector(expression)
+        except Exception:  # noqa: BLE001 - the varied requests include compile errors
+            continue
+        spec = _ReadSpec.of([selector])
+        inventory = build_inventory(snapshot)  # fresh: no device built whole before
+        for i in range(len(inventory)):
+            reading = inventory.cel_reading(i, spec)
+            assert outcome(selector, reading) == outcome(selector, whole.cel(i)), (expression, i)
+            compared += 1
+            if not spec.whole and reading.vals != whole.cel(i).vals:
+                # Not the whole device (that is the fallback for a key spelled both ways
+                # and for a device that does not convert): only what the selector reads.
+                seen = {(d, n) for d, names in reading.attributes.items() for n in names}
+                seen |= {(d, n) for d, names in reading.capacity.items() for n in names}
+                assert seen <= {(d, n) for _, d, n in spec.keys}
+                assert len(reading.vals) == len(seen) < len(whole.cel(i).vals)
+                partial += 1
+    assert compared > 1000 and partial > compared // 2
+
+
 def test_grouped_evaluation_names_the_errors_of_the_reference(varied: Path) -> None:
     snapshot = load_snapshot(str(varied))
     inventory = build_inventory(snapshot)

@@ -100,7 +100,32 @@ def test_expr_too_long_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     long_expr = " || ".join(["device.driver == 'gpu.nvidia.com'"] * 400)
     code, out, err = _run(capsys, "selector-check", "--expr", long_expr, "--slices", SLICES)
     assert code == 2 and out == ""
-    assert len(err.strip().splitlines()) == 1 and "limit of 10240" in err
+    assert err == (
+        "dradiag: error: --expr: CEL compile error: Too long: may not be more than 10240 bytes\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("expression", "reason"),
+    [
+        ("(" * 200 + "true" + ")" * 200, None),
+        ("(" * 2000, "expression recursion limit exceeded: 250"),
+        ("(" * 250 + "true" + ")" * 250, "expression recursion limit exceeded: 250"),
+        (" + ".join(["1"] * 300) + " > 0", "max recursion depth exceeded"),
+        (" && ".join(["device.driver == 'gpu.nvidia.com'"] * 250), None),
+    ],
+    ids=["200-nested", "2000-open", "250-nested", "300-sum", "250-and"],
+)
+def test_expr_nesting_limits_are_cel_gos(
+    capsys: pytest.CaptureFixture[str], expression: str, reason: str | None
+) -> None:
+    code, out, err = _run(capsys, "selector-check", "--expr", expression, "--slices", SLICES)
+    if reason is None:
+        assert code == 0 and err == ""
+        assert "44" in out  # every device judged
+    else:
+        assert code == 2 and out == ""
+        assert err == f"dradiag: error: --expr: CEL compile error: {reason}\n"
 
 
 def test_manifests_report_every_problem_kind(capsys: pytest.CaptureFixture[str]) -> None:

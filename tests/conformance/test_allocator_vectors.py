@@ -21,7 +21,7 @@ import yaml
 
 from dradiag.cli.app import run
 
-VECTORS_FILE = Path(__file__).resolve().parent / "k8s" / "dra-allocator-vectors.yaml"
+VECTORS_FILE = Path(__file__).with_name("data") / "k8s" / "dra-allocator-vectors.yaml"
 
 GATES = {
     "AdminAccess": ("DRAAdminAccess",),

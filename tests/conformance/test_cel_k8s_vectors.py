@@ -10,8 +10,7 @@ import yaml
 
 from dradiag.analyses.cel import CelCompileError, CelRuntimeError, cel_device, compile_selector
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-VECTORS = REPO_ROOT.parent / "shared" / "conformance" / "k8s" / "dra-cel-vectors.yaml"
+VECTORS = Path(__file__).with_name("data") / "k8s" / "dra-cel-vectors.yaml"
 
 
 def _load() -> list[dict[str, Any]]:
@@ -77,6 +76,53 @@ def test_vector(vector: dict[str, Any], list_gate: bool) -> None:
 
 def test_every_vector_is_run() -> None:
     assert len(_load()) >= 80
+
+
+# --------------------------------------------------------------------------------------
+# Cost: cel-go's worst-case estimate (expect_cost) bounds what dradiag charges
+# --------------------------------------------------------------------------------------
+COST_LIMIT = 1_000_000  # Kubernetes' per-evaluation runtime cost limit (the vectors' header)
+COSTED = [v for v in _load() if "expect_cost" in v]
+
+
+def _compile(vector: dict[str, Any], list_gate: bool = True) -> Any:
+    return compile_selector(
+        vector["expression"],
+        environment=vector["env"],
+        list_type_attributes=list_gate,
+        consumable_capacity=bool(vector["features"].get("consumableCapacity")),
+    )
+
+
+def test_the_costed_vectors_are_all_there() -> None:
+    # 46 entries carry expect_cost (49 lines name it: three are header comments and notes).
+    assert len(COSTED) == 46
+
+
+@pytest.mark.parametrize("vector", COSTED, ids=[v["name"] for v in COSTED])
+def test_cost_within_cel_gos_estimate(vector: dict[str, Any]) -> None:
+    """Upstream: a compiled selector's actual runtime cost never exceeds its MaxCost estimate.
+
+    dradiag's metered cost of the evaluation (what it charges against the limit) must stay
+    within the estimate too, or dradiag could report a cost-limit error the scheduler
+    would not; an estimate over the limit must trip the runtime limit.
+    """
+    list_gate = vector["features"].get("listTypeAttributes")
+    try:
+        selector = _compile(vector, True if list_gate is None else bool(list_gate))
+    except CelCompileError:
+        assert vector["expect"] == "error" and vector.get("error_phase", "compile") == "compile"
+        return
+    estimate = int(vector["expect_cost"])
+    try:
+        cost = selector.metered_cost(_device(vector))
+    except CelRuntimeError as exc:
+        assert vector["expect"] == "error"
+        over = "actual cost limit exceeded" in str(exc)
+        assert over == (estimate > COST_LIMIT), f"estimate {estimate}, got {exc}"
+        return
+    assert estimate <= COST_LIMIT
+    assert 0 < cost <= estimate, f"dradiag charges {cost}, cel-go's estimate is {estimate}"
 
 
 # --------------------------------------------------------------------------------------

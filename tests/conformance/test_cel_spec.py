@@ -24,8 +24,7 @@ from dradiag.analyses.cel import CelError, compile_expression
 from dradiag.analyses.cel.runtime import CelType, OptionalValue, Uint
 from dradiag.analyses.cel.typesys import parse_type
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SPEC_DIR = REPO_ROOT.parent / "shared" / "conformance" / "cel-spec"
+SPEC_DIR = Path(__file__).with_name("data") / "cel-spec"
 SKIPS_FILE = Path(__file__).with_name("cel_spec_skips.yaml")
 
 FILES = [

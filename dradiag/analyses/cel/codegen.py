@@ -63,6 +63,8 @@ _NAME_RE = re.compile(r"\b_[A-Za-z][A-Za-z0-9_]*\b")
 _EMPTY_VARS: dict[str, Any] = {}
 
 COST_LIMIT = 1_000_000
+_SPILL_EVERY = 16
+_BRACKETS = re.compile(r"[(\[{]")
 
 _PRIMITIVE_EQ = frozenset({"int", "string", "bool", "bytes", "double", "uint"})
 _ORDER_OPS = {"_<_": "<", "_<=_": "<=", "_>_": ">", "_>=_": ">="}
@@ -174,11 +176,13 @@ class _Gen:
         self.validate_regex = validate_regex
         self.lines: list[str] = []
         self.depth = 1
+        self.nesting = 0  # gen() calls in progress
         self.counter = 0
         self.consts: dict[str, Any] = {}
         self.const_ids: dict[tuple[str, Any], str] = {}
         self.loop_depth = 0
         self.metered = False
+        self.report_cost = False  # return (result, cost): the conformance test's view
         self.root: Node | None = None
         self.lazy: dict[str, tuple[Node, dict[str, str]]] = {}
         self.returned = False  # the root already returned its result on every path
@@ -191,7 +195,7 @@ class _Gen:
     def ret(self, expr: str) -> None:
         """The device's result is ``expr``: return it, or record it and go to the next device."""
         if self.mode == FUNCTION:
-            self.emit(f"return {expr}")
+            self.emit(f"return ({expr}, _cost)" if self.report_cost else f"return {expr}")
         elif self.mode == SWEEP:
             self.emit(f"_ap({expr})")
             self.emit("continue")
@@ -259,6 +263,21 @@ class _Gen:
 
     # dispatch ---------------------------------------------------------------------------
     def gen(self, node: Node, scope: dict[str, str]) -> str:
+        """The Python expression of ``node``; every ``_SPILL_EVERY`` levels it becomes a temporary.
+
+        Python's own parser refuses an expression nested 200 parentheses deep, and a CEL
+        expression within cel-go's limits can nest deeper than that (``a.b.c...`` 250
+        times); a temporary every few levels keeps the generated source shallow. Spilling is
+        safe wherever statements are (gen_args spills earlier arguments first).
+        """
+        self.nesting += 1
+        expr = self._gen(node, scope)
+        self.nesting -= 1
+        if self.nesting and self.nesting % _SPILL_EVERY == 0 and _BRACKETS.search(expr):
+            expr = self.name_of(expr)
+        return expr
+
+    def _gen(self, node: Node, scope: dict[str, str]) -> str:
         if isinstance(node, Literal):
             if node.kind == "uint":
                 return self.const(runtime.Uint(node.value))
@@ -1023,8 +1042,13 @@ def generate(
     selector: bool,
     validate_regex: bool = True,
     mode: str = FUNCTION,
+    report_cost: bool = False,
 ) -> GeneratedCode:
     """Return the source of ``def _cel(device, _vars)`` evaluating ``root``.
+
+    ``report_cost`` (FUNCTION only) meters every expression and returns ``(result, cost)``:
+    the cost this engine charges one evaluation against the limit, which the Kubernetes
+    vectors compare with cel-go's worst-case estimate.
 
     With ``mode`` SWEEP or SELECT (selectors only), ``_cel(devices)`` loops over a sequence
     of devices with the evaluation inlined in the loop body (no call per device; helpers and
@@ -1034,9 +1058,12 @@ def generate(
     """
     if mode not in (FUNCTION, SWEEP, SELECT) or (mode != FUNCTION and not selector):
         raise ValueError(f"cannot generate {mode!r} code for this expression")
+    if report_cost and mode != FUNCTION:
+        raise ValueError("report_cost is for FUNCTION code")
     batch = mode != FUNCTION
     gen = _Gen(expression, checked, selector=selector, validate_regex=validate_regex, mode=mode)
-    gen.metered = _has_comprehension(root)
+    gen.metered = report_cost or _has_comprehension(root)
+    gen.report_cost = report_cost
     gen.root = root
     base = 3 if batch else 1
     gen.depth = base

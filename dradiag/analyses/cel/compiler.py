@@ -40,6 +40,7 @@ from .parser import (
     OptMap,
     Select,
     parse,
+    recursion_headroom,
 )
 from .runtime import MISSING
 from .typesys import BOOL, DEVICE, T
@@ -52,9 +53,17 @@ __all__ = [
     "compile_expression",
     "CompiledExpression",
     "ReadKey",
+    "MAX_SELECTOR_BYTES",
 ]
 
 ReadKey = tuple[str, str | None, str | None]
+
+# The API server's limit on a DRA selector: CELSelectorExpressionMaxLength = 10 * 1024
+# (kubernetes staging/src/k8s.io/api/resource/v1/types.go). validateCELSelector
+# (pkg/apis/resource/validation/validation.go) rejects a longer expression before compiling
+# it, with field.TooLong's text.
+MAX_SELECTOR_BYTES = 10 * 1024
+SELECTOR_TOO_LONG = f"Too long: may not be more than {MAX_SELECTOR_BYTES} bytes"
 
 STORED_EXPRESSIONS = "StoredExpressions"
 NEW_EXPRESSIONS = "NewExpressions"
@@ -76,7 +85,15 @@ class Clause:
 
 
 def _compile_function(source: str, namespace: dict[str, Any], label: str) -> Callable[..., Any]:
-    code = compile(source, f"<cel {label[:60]!r}>", "exec")
+    try:
+        code = compile(source, f"<cel {label[:60]!r}>", "exec")
+    except (SyntaxError, RecursionError, MemoryError) as exc:
+        # Python's compiler bounds what cel-go does not: at most 20 nested blocks (each
+        # comprehension or error-absorbing &&/|| level opens one) and 100 indentation levels.
+        reason = exc.msg if isinstance(exc, SyntaxError) else type(exc).__name__
+        raise CelCompileError(
+            label, None, f"expression too complex for dradiag's CEL engine (Python: {reason})"
+        ) from None
     ns = dict(namespace)
     exec(code, ns)  # noqa: S102 - our own generated source
     fn: Callable[..., Any] = ns["_cel"]
@@ -123,8 +140,11 @@ class CompiledSelector:
 
     # Batch evaluation -------------------------------------------------------------------
     def _batch(self, mode: str) -> Callable[..., Any]:
-        generated = generate(self.expression, self._root, self._checked, selector=True, mode=mode)
-        return _compile_function(generated.source, generated.namespace, self.expression)
+        with recursion_headroom():
+            generated = generate(
+                self.expression, self._root, self._checked, selector=True, mode=mode
+            )
+            return _compile_function(generated.source, generated.namespace, self.expression)
 
     def sweep(
         self, devices: Sequence[CelDevice], *, memoize: bool = False
@@ -200,9 +220,23 @@ class CompiledSelector:
             append(r)
         return out
 
+    def metered_cost(self, device: CelDevice) -> int:
+        """The cost one evaluation on ``device`` is charged against the 1,000,000 limit.
+
+        Generated on demand (metering every expression); a runtime error propagates.
+        """
+        with recursion_headroom():
+            generated = generate(
+                self.expression, self._root, self._checked, selector=True, report_cost=True
+            )
+            fn = _compile_function(generated.source, generated.namespace, self.expression)
+        cost: int = fn(device)[1]
+        return cost
+
     def evaluate_clauses(self, device: CelDevice) -> Clause:
         """Evaluate each operand of the top-level ``&&``/``||`` tree separately (no short-circuit)."""
-        return self._clause(self._root, device)
+        with recursion_headroom():
+            return self._clause(self._root, device)
 
     def _clause(self, node: Node, device: CelDevice) -> Clause:
         text = unparse(node)
@@ -522,6 +556,8 @@ def _compile_selector_cached(
 ) -> CompiledSelector:
     if environment not in (STORED_EXPRESSIONS, NEW_EXPRESSIONS):
         raise ValueError(f"unknown CEL environment {environment!r}")
+    if len(expression.encode("utf-8")) > MAX_SELECTOR_BYTES:
+        raise CelCompileError(expression, None, SELECTOR_TOO_LONG)
     new = environment == NEW_EXPRESSIONS
     options = CheckOptions(
         # StoredExpressions ignores feature gates (k8s-dra-semantics.md §1.1).
@@ -529,12 +565,13 @@ def _compile_selector_cached(
         consumable_capacity=consumable_capacity or not new,
     )
     root = parse(expression)
-    result_type, checked = check(expression, root, options)
-    if not (result_type == BOOL or result_type.is_dyn):
-        raise CelCompileError(
-            expression, None, f"must evaluate to bool or the unknown type, not {result_type}"
-        )
-    return CompiledSelector(expression, root, checked, result_type, options)
+    with recursion_headroom():
+        result_type, checked = check(expression, root, options)
+        if not (result_type == BOOL or result_type.is_dyn):
+            raise CelCompileError(
+                expression, None, f"must evaluate to bool or the unknown type, not {result_type}"
+            )
+        return CompiledSelector(expression, root, checked, result_type, options)
 
 
 def compile_selector(
@@ -590,9 +627,10 @@ def compile_expression(
         strict=check_types,
     )
     root = parse(expression, macros=macros)
-    result_type, checked = check(expression, root, options)
-    generated = generate(
-        expression, root, checked, selector=False, validate_regex=kubernetes_validators
-    )
-    fn = _compile_function(generated.source, generated.namespace, expression)
+    with recursion_headroom():
+        result_type, checked = check(expression, root, options)
+        generated = generate(
+            expression, root, checked, selector=False, validate_regex=kubernetes_validators
+        )
+        fn = _compile_function(generated.source, generated.namespace, expression)
     return CompiledExpression(expression, generated.source, fn, result_type)

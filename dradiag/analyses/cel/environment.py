@@ -34,7 +34,7 @@ from typing import Any
 from .quantity import Quantity, parse_quantity
 from .semver import parse_semver
 
-__all__ = ["CelDevice", "cel_device", "DomainMap", "value_key"]
+__all__ = ["CelDevice", "cel_device", "convert_entry", "DomainMap", "value_key"]
 
 _EMPTY: dict[str, Any] = {}
 
@@ -157,6 +157,39 @@ class CelDevice:
         self.memo_class = 0
         self.memo_more: dict[object, int] | None = None
 
+    @classmethod
+    def assembled(
+        cls,
+        driver: str,
+        attributes: DomainMap,
+        capacity: DomainMap,
+        allow_multiple_allocations: bool,
+        shape: dict[str, int],
+        vals: tuple[Any, ...],
+        *,
+        name: str = "",
+    ) -> CelDevice:
+        """A device whose flat ``shape``/``vals`` the caller built (no layout pass).
+
+        For callers that assemble many devices of one layout (``DeviceInventory.cel_reading``):
+        ``shape`` must map the ``value_key`` of every value in the maps to its position in
+        ``vals``, and be shared by devices of the same layout, as ``_flatten``'s are.
+        """
+        self = cls.__new__(cls)
+        self.driver = driver
+        self.attributes = attributes
+        self.capacity = capacity
+        self.allow_multiple_allocations = allow_multiple_allocations
+        self.error = None
+        self.name = name
+        self._value = None
+        self.shape = shape
+        self.vals = vals
+        self.memo_keyset = None
+        self.memo_class = 0
+        self.memo_more = None
+        return self
+
     def value(self, key: str, default: Any = None) -> Any:
         """The attribute or capacity ``key`` (a ``value_key``), or ``default``."""
         i = self.shape.get(key)
@@ -241,32 +274,40 @@ def _scalar(name: str, kind: str, value: Any) -> Any:
     return _parse_version(name, str(value))
 
 
+def convert_entry(driver: str, holder: str, name: str, raw: Any) -> tuple[str, str, Any]:
+    """One raw attribute (``holder`` "attributes") or capacity ("capacity") as ``cel_device`` converts it.
+
+    Returns ``(domain, name, value)``; raises ValueError with the message ``cel_device``
+    records as the device's error. For callers that convert only the values a selector
+    reads (``DeviceInventory.cel_reading``).
+    """
+    domain, ident = _split_name(name, driver)
+    if holder == "attributes":
+        return domain, ident, _convert_attribute(name, raw)
+    text = raw.get("value") if isinstance(raw, Mapping) else raw
+    try:
+        q = text if isinstance(text, Quantity) else _parse_quantity(str(text))
+    except ValueError as exc:
+        raise ValueError(f"capacity {name}: {exc}") from None
+    return domain, ident, q
+
+
 def cel_device(driver: str, device: Mapping[str, Any]) -> CelDevice:
     """Prepare a ResourceSlice device (resource.k8s.io/v1 shape) for CEL evaluation."""
-    attributes = DomainMap()
-    capacity = DomainMap()
+    maps = {"attributes": DomainMap(), "capacity": DomainMap()}
     error: str | None = None
-    for name, raw in (device.get("attributes") or {}).items():
-        domain, ident = _split_name(name, driver)
-        try:
-            value = _convert_attribute(name, raw)
-        except ValueError as exc:
-            error = error or str(exc)
-            continue
-        attributes.setdefault(domain, {})[ident] = value
-    for name, raw in (device.get("capacity") or {}).items():
-        domain, ident = _split_name(name, driver)
-        text = raw.get("value") if isinstance(raw, Mapping) else raw
-        try:
-            q = text if isinstance(text, Quantity) else _parse_quantity(str(text))
-        except ValueError as exc:
-            error = error or f"capacity {name}: {exc}"
-            continue
-        capacity.setdefault(domain, {})[ident] = q
+    for holder, target in maps.items():
+        for name, raw in (device.get(holder) or {}).items():
+            try:
+                domain, ident, value = convert_entry(driver, holder, name, raw)
+            except ValueError as exc:
+                error = error or str(exc)
+                continue
+            target.setdefault(domain, {})[ident] = value
     return CelDevice(
         driver,
-        attributes,
-        capacity,
+        maps["attributes"],
+        maps["capacity"],
         bool(device.get("allowMultipleAllocations") or False),
         error=error,
         name=str(device.get("name", "")),

@@ -49,7 +49,8 @@ class CelCompileError(CelError):
 
     def __str__(self) -> str:
         if self.line is None:
-            return f"ERROR: <input>: {self.reason}"
+            # cel-go's NoLocation (line -1, 0-based column -1 shown as 0).
+            return f"ERROR: <input>:-1:0: {self.reason}"
         return f"ERROR: <input>:{self.line}:{self.column}: {self.reason}"
 
     def render_caret(self) -> str:

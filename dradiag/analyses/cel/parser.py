@@ -18,6 +18,9 @@ literal (``-9223372036854775808`` is valid), and an even run of ``!`` or ``-`` i
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,12 +39,44 @@ __all__ = [
     "Comprehension",
     "Bind",
     "parse",
-    "MAX_EXPRESSION_LENGTH",
+    "MAX_CODE_POINTS",
+    "MAX_RECURSION_DEPTH",
+    "RECURSION_HEADROOM",
+    "recursion_headroom",
 ]
 
-# CELSelectorExpressionMaxLength (k8s-dra-semantics.md §1.5).
-MAX_EXPRESSION_LENGTH = 10 * 1024
-_MAX_DEPTH = 250
+# cel-go's parser defaults (google/cel-go parser/parser.go, NewParser; Kubernetes' CEL
+# environments keep them): at most 100,000 code points, and a recursion depth of 250, checked
+# twice. While parsing, no grammar rule may be nested more than 250 deep (nested parentheses,
+# lists, call arguments, ternaries): "expression recursion limit exceeded: 250". While building
+# the AST, no path may cross more than 250 of the nodes whose visit recurses (a relation, an
+# arithmetic operator, a field selection, an index, a receiver call or macro, a ternary):
+# "max recursion depth exceeded". Both are reported without a position (cel-go's NoLocation).
+# Within these limits every later pass (checker, codegen, unparse) recurses at most a few
+# thousand frames deep; see ``RECURSION_HEADROOM``.
+MAX_CODE_POINTS = 100_000
+MAX_RECURSION_DEPTH = 250
+# Python frames the passes may need for an expression within those limits: the parser uses
+# about ten per ``expr`` nesting, the checker and code generator a few per AST level, and
+# the AST is at most about 1,500 levels deep (250 nestings of a few levels each, plus 250
+# visitor-counted nodes). Python 3.11 keeps pure-Python calls off the C stack, so a higher
+# limit only lets the interpreter use the frames these bounded passes need.
+RECURSION_HEADROOM = 30_000
+
+
+@contextlib.contextmanager
+def recursion_headroom() -> Iterator[None]:
+    """Raise Python's recursion limit to ``RECURSION_HEADROOM`` for one compile (then restore it)."""
+    old = sys.getrecursionlimit()
+    if old >= RECURSION_HEADROOM:
+        yield
+        return
+    sys.setrecursionlimit(RECURSION_HEADROOM)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
 
 _RESERVED = frozenset(
     "as break const continue else for function if import let loop package namespace "
@@ -364,6 +399,10 @@ class _Lexer:
 _RELOPS = {"<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_", "==": "_==_", "!=": "_!=_"}
 _ADDOPS = {"+": "_+_", "-": "_-_"}
 _MULOPS = {"*": "_*_", "/": "_/_", "%": "_%_"}
+# The global calls cel-go's visitor counts: relations, arithmetic and the ternary.
+_VISITOR_COUNTED = frozenset(
+    [*_RELOPS.values(), "@in", *_ADDOPS.values(), *_MULOPS.values(), "_?_:_"]
+)
 
 # receiver macros: name -> accepted argument counts
 _RECEIVER_MACROS = {
@@ -387,7 +426,12 @@ class _Parser:
         self.toks = _Lexer(text).tokens()
         self.k = 0
         self.macros = macros
+        # Nesting of cel-go's grammar rules (its recursionListener counts per rule): every
+        # rule is entered once per ``expr`` nesting; ``relation`` and ``calc`` once more for
+        # a right operand (ANTLR parses it with a nested call to the same rule).
         self.depth = 0
+        self.relation_depth = 0
+        self.calc_depth = 0
 
     # token helpers
     @property
@@ -430,10 +474,17 @@ class _Parser:
             raise self.error(t.pos, f"Syntax error: extraneous input '{t.text}' expecting <EOF>")
         return node
 
+    def _too_deep(self) -> CelCompileError:
+        return CelCompileError(
+            self.text, None, f"expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"
+        )
+
     def expr(self) -> Node:
         self.depth += 1
-        if self.depth > _MAX_DEPTH:
-            raise self.error(self.tok.pos, "expression recursion limit exceeded")
+        self.relation_depth += 1
+        self.calc_depth += 1
+        if self.depth > MAX_RECURSION_DEPTH:
+            raise self._too_deep()
         cond = self.or_expr()
         if self.at("?"):
             q = self.advance()
@@ -442,23 +493,35 @@ class _Parser:
             other = self.expr()
             cond = Call(q.pos, "_?_:_", None, [cond, then, other])
         self.depth -= 1
+        self.relation_depth -= 1
+        self.calc_depth -= 1
         return cond
 
     def or_expr(self) -> Node:
-        left = self.and_expr()
-        while self.at("||"):
-            op = self.advance()
-            right = self.and_expr()
-            left = Call(op.pos, "_||_", None, [left, right])
-        return left
+        return self._logic("||", "_||_", self.and_expr)
 
     def and_expr(self) -> Node:
-        left = self.relation()
-        while self.at("&&"):
-            op = self.advance()
-            right = self.relation()
-            left = Call(op.pos, "_&&_", None, [left, right])
-        return left
+        return self._logic("&&", "_&&_", self.relation)
+
+    def _logic(self, op: str, function: str, term: Callable[[], Node]) -> Node:
+        terms = [term()]
+        ops: list[int] = []
+        while self.at(op):
+            ops.append(self.advance().pos)
+            terms.append(term())
+        if not ops:
+            return terms[0]
+        return _balanced(function, terms, ops, 0, len(ops) - 1)
+
+    def _right_operand(self, parse_operand: Callable[[], Node], rule: str) -> Node:
+        """A right operand, one level deeper in ``rule`` (cel-go's rule-nesting count)."""
+        depth = getattr(self, rule) + 1
+        if depth > MAX_RECURSION_DEPTH:
+            raise self._too_deep()
+        setattr(self, rule, depth)
+        node = parse_operand()
+        setattr(self, rule, depth - 1)
+        return node
 
     def relation(self) -> Node:
         left = self.addition()
@@ -466,11 +529,11 @@ class _Parser:
             t = self.tok
             if t.kind == "op" and t.text in _RELOPS:
                 self.advance()
-                right = self.addition()
+                right = self._right_operand(self.addition, "relation_depth")
                 left = Call(t.pos, _RELOPS[t.text], None, [left, right])
             elif t.kind == "ident" and t.text == "in":
                 self.advance()
-                right = self.addition()
+                right = self._right_operand(self.addition, "relation_depth")
                 left = Call(t.pos, "@in", None, [left, right])
             else:
                 return left
@@ -479,7 +542,7 @@ class _Parser:
         left = self.multiplication()
         while self.tok.kind == "op" and self.tok.text in _ADDOPS:
             op = self.advance()
-            right = self.multiplication()
+            right = self._right_operand(self.multiplication, "calc_depth")
             left = Call(op.pos, _ADDOPS[op.text], None, [left, right])
         return left
 
@@ -487,7 +550,7 @@ class _Parser:
         left = self.unary()
         while self.tok.kind == "op" and self.tok.text in _MULOPS:
             op = self.advance()
-            right = self.unary()
+            right = self._right_operand(self.unary, "calc_depth")
             left = Call(op.pos, _MULOPS[op.text], None, [left, right])
         return left
 
@@ -722,13 +785,74 @@ class _Parser:
         return Call(pos, name, target, args)
 
 
+# ``&&``/``||`` chains are balanced as cel-go's parser does (parser/helper.go, logicManager),
+# so 2,000 ``&&`` terms nest 11 deep, not 2,000.
+def _balanced(function: str, terms: list[Node], ops: list[int], lo: int, hi: int) -> Node:
+    """cel-go's balanced tree of ``terms`` joined by the operators at ``ops[lo..hi]``."""
+    mid = (lo + hi + 1) // 2
+    left = terms[mid] if mid == lo else _balanced(function, terms, ops, lo, mid - 1)
+    right = terms[mid + 1] if mid == hi else _balanced(function, terms, ops, mid + 1, hi)
+    return Call(ops[mid], function, None, [left, right])
+
+
+def _recursing(node: Node) -> bool:
+    """Whether cel-go's AST visitor counts ``node`` against its recursion depth."""
+    if isinstance(node, Call):
+        if node.target is not None:
+            return True  # a receiver call
+        return node.function in _VISITOR_COUNTED
+    return isinstance(node, (Select, Index, Comprehension, Bind, OptMap))
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, Call):
+        return ([node.target] if node.target is not None else []) + list(node.args)
+    if isinstance(node, Select):
+        return [node.operand]
+    if isinstance(node, Index):
+        return [node.operand, node.index]
+    if isinstance(node, CreateList):
+        return list(node.elements)
+    if isinstance(node, CreateMap):
+        return [n for e in node.entries for n in (e.key, e.value)]
+    if isinstance(node, CreateStruct):
+        return [v for _, v, _ in node.fields]
+    if isinstance(node, Comprehension):
+        return [node.range, *node.args]
+    if isinstance(node, Bind):
+        return [node.init, node.body]
+    if isinstance(node, OptMap):
+        return [node.target, node.body]
+    return []
+
+
+def visitor_depth(root: Node) -> int:
+    """The deepest count of visitor-recursing nodes on one root-to-leaf path (iterative)."""
+    deepest = 0
+    stack = [(root, 0)]
+    while stack:
+        node, above = stack.pop()
+        here = above + _recursing(node)
+        deepest = max(deepest, here)
+        stack.extend((child, here) for child in _children(node))
+    return deepest
+
+
 def parse(expression: str, *, macros: bool = True) -> Node:
-    """Parse ``expression`` to an AST; raise ``CelCompileError`` with a position on failure."""
-    if len(expression.encode("utf-8")) > MAX_EXPRESSION_LENGTH:
+    """Parse ``expression`` to an AST; raise ``CelCompileError`` with a position on failure.
+
+    cel-go's limits apply (``MAX_CODE_POINTS``, ``MAX_RECURSION_DEPTH``); the API server's
+    10 KiB limit on a DRA selector is ``compile_selector``'s to apply.
+    """
+    if len(expression) > MAX_CODE_POINTS:
         raise CelCompileError(
             expression,
             None,
-            f"expression too long: {len(expression.encode('utf-8'))} bytes, "
-            f"the limit is {MAX_EXPRESSION_LENGTH}",
+            "expression code point size exceeds limit: "
+            f"size: {len(expression)}, limit {MAX_CODE_POINTS}",
         )
-    return _Parser(expression, macros).parse()
+    with recursion_headroom():
+        root = _Parser(expression, macros).parse()
+    if visitor_depth(root) > MAX_RECURSION_DEPTH:
+        raise CelCompileError(expression, None, "max recursion depth exceeded")
+    return root

@@ -215,11 +215,12 @@ def _outcomes(
     """
     alive = list(groups)
     out: dict[int, tuple[int, int, str]] = {}
+    spec = _ReadSpec.of([run.compiled for run in runs if run.compiled is not None])
     for position, run in enumerate(runs):
         if not alive:
             break
         assert run.compiled is not None
-        results = run.compiled.sweep([inventory.cel(group) for group in alive])
+        results = run.compiled.sweep([inventory.cel_reading(group, spec) for group in alive])
         still = []
         for group, result in zip(alive, results, strict=True):
             if result is True:
@@ -318,9 +319,10 @@ def device_outcomes(inventory: DeviceInventory, selector: CompiledSelector) -> l
 
     if not inventory.grouped:
         return [one(index) for index in range(len(inventory))]
-    groups = inventory.projection(_ReadSpec.of([selector])).groups
+    spec = _ReadSpec.of([selector])
+    groups = inventory.projection(spec).groups
     representatives = list(dict.fromkeys(groups))
-    swept = selector.sweep([inventory.cel(group) for group in representatives])
+    swept = selector.sweep([inventory.cel_reading(group, spec) for group in representatives])
     results: dict[int, bool | str] = {
         group: result if result is True or result is False else result.message
         for group, result in zip(representatives, swept, strict=True)

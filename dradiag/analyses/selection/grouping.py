@@ -66,7 +66,14 @@ class _Leaves:
         if found is not None:
             return found
         table = self.token_of_value
-        token = table.setdefault(_freeze(leaf), len(table))
+        if leaf.__class__ is dict and len(leaf) == 1:
+            ((member, value),) = leaf.items()
+            # {"string": "GPU-…"}: a (member, str) key, which no _freeze key equals
+            # (those start with a class), saves freezing a per-device value.
+            key = (member, value) if value.__class__ is str else _freeze(leaf)
+        else:
+            key = _freeze(leaf)
+        token = table.setdefault(key, len(table))
         if len(self.token_of_id) < LEAF_IDS_MAX:
             self.token_of_id[id(leaf)] = token
             self.pinned.append(leaf)

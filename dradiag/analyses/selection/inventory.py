@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from dradiag.analyses.selection.catalogue import AttributeCatalogue
 from dradiag.analyses.selection.devices import ANY_NODE, CandidateDevice
-from dradiag.analyses.selection.grouping import _Leaves, _Projection, _ReadSpec
+from dradiag.analyses.selection.grouping import LEAF_IDS_MAX, _Leaves, _Projection, _ReadSpec
 from dradiag.analyses.selection.memoized import _memoized
 from dradiag.snapshot.model import K8sObject
 
@@ -69,6 +69,28 @@ _NO_ENTRIES: dict[str, Any] = {}
 
 
 _CONVERSION_ERROR = object()
+_PLAIN = {"string": str, "int": int, "bool": bool}
+"""Attribute members whose value of this exact type is its own CEL value."""
+
+_PlanStep = tuple[str, str, str, str | None, bool, str]
+"""(holder, domain, name, qualified raw name or None, bare name possible, value_key)."""
+
+
+def _reading_plan(spec: _ReadSpec) -> list[_PlanStep]:
+    """Where each key of ``spec`` comes from in a raw device (``cel_device``'s name split)."""
+    from dradiag.analyses.cel.environment import value_key
+
+    plan: list[_PlanStep] = []
+    for kind, domain, name in sorted(spec.keys):
+        holder = "attributes" if kind == "attribute" else "capacity"
+        # `domain/name` splits back at the first "/"; a bare `name` is the driver's domain.
+        qualified = f"{domain}/{name}" if "/" not in domain else None
+        plan.append(
+            (holder, domain, name, qualified, "/" not in name, value_key(kind, domain, name))
+        )
+    return plan
+
+
 """Marks the grouping signature of a device whose values do not all convert."""
 
 
@@ -99,6 +121,9 @@ class DeviceInventory:
         "_type",
         "_profile",
         "_cel",
+        "_cel_reading",
+        "_reading_plans",
+        "_reading_shapes",
         "_converted",
         "_catalogue",
         "_cells",
@@ -159,6 +184,9 @@ class DeviceInventory:
         self._type = device_type
         self._profile = profile
         self._cel: list[CelDevice | None] = [None] * len(raw)
+        self._cel_reading: dict[_ReadSpec, dict[int, CelDevice]] = {}
+        self._reading_plans: dict[_ReadSpec, list[_PlanStep]] = {}
+        self._reading_shapes: dict[tuple[str, ...], dict[str, int]] = {}
         self._converted: dict[tuple[str, str, str, Any, type], tuple[str | None, Any]] = {}
         self._catalogue: AttributeCatalogue | None = None
         self._cells: list[int] | None = None
@@ -251,24 +279,100 @@ class DeviceInventory:
         )
 
     def _convert(self, driver: str, holder: str, name: str, value: Any) -> tuple[str | None, Any]:
-        """Convert one attribute/capacity through ``cel_device``; cache scalar ones."""
-        from dradiag.analyses.cel import cel_device
+        """Convert one attribute/capacity as ``cel_device`` does; cache scalar ones."""
+        from dradiag.analyses.cel.environment import convert_entry
 
-        single = cel_device(driver, {holder: {name: value}})
         converted: tuple[str | None, Any]
-        if single.error is not None:
-            converted = (single.error, None)
-        else:
-            maps = single.attributes if holder == "attributes" else single.capacity
-            ((domain, values),) = maps.items()
-            ((ident, cel_value),) = values.items()
-            converted = (None, (domain, ident, cel_value))
+        try:
+            converted = (None, convert_entry(driver, holder, name, value))
+        except ValueError as exc:
+            converted = (str(exc), None)
         if isinstance(value, Mapping) and len(value) == 1:
             ((member, inner),) = value.items()
             if isinstance(inner, str | int | float | bool):
                 # Keyed by the scalar's type too: 1, 1.0 and True hash alike.
                 self._converted[(holder, name, member, inner, inner.__class__)] = converted
         return converted
+
+    def cel_reading(self, index: int, spec: _ReadSpec) -> CelDevice:
+        """Device ``index`` for selectors that read no more than ``spec``: only that converted.
+
+        A fleet whose devices differ in what a selector reads (a ``uuid``, a ``pciBusID``)
+        defeats grouping: every device is evaluated, and converting each one whole
+        (a dozen attributes, semver and quantity parsing) cost more than evaluating it.
+        Here only the values ``spec`` names are converted (each distinct one once); the
+        selector cannot see the others, and a value that does not convert fails every
+        selector, so such a device (``conversion_errors``) and a whole ``spec`` get the
+        full ``cel(index)``, as does one that spells a key both ways.
+        """
+        if spec.whole or self._cel[index] is not None or index in self.conversion_errors():
+            return self.cel(index)
+        built = self._cel_reading.setdefault(spec, {})
+        found = built.get(index)
+        if found is None:
+            found = built[index] = self._build_reading(index, spec)
+        return found
+
+    def _build_reading(self, index: int, spec: _ReadSpec) -> CelDevice:
+        from dradiag.analyses.cel import CelDevice
+        from dradiag.analyses.cel.environment import DomainMap
+
+        plan = self._reading_plans.get(spec)
+        if plan is None:
+            plan = self._reading_plans[spec] = _reading_plan(spec)
+        raw = self._raw[index]
+        driver = self._driver[index]
+        maps = {"attributes": DomainMap(), "capacity": DomainMap()}
+        present: list[str] = []
+        vals: list[Any] = []
+        cache = self._converted
+        for holder, domain, name, qualified_name, bare_ok, key in plan:
+            entries = raw.get(holder)
+            if not isinstance(entries, Mapping):
+                continue
+            qualified = entries.get(qualified_name) if qualified_name is not None else None
+            bare = entries.get(name) if bare_ok and domain == driver else None
+            if qualified is not None and bare is not None:
+                return self.cel(index)  # both spellings: cel_device keeps the later one
+            if bare is not None:
+                value, raw_name = bare, name
+            elif qualified is not None and qualified_name is not None:
+                value, raw_name = qualified, qualified_name
+            else:
+                continue
+            try:
+                ((member, inner),) = value.items()
+                cls = inner.__class__
+                if holder == "attributes" and _PLAIN.get(member) is cls:
+                    # A string, int or bool attribute is its own CEL value (a per-device
+                    # uuid or serial: not worth a cache entry).
+                    cel_value = inner
+                else:
+                    failure, parts = cache[(holder, raw_name, member, inner, cls)]
+                    if failure is not None or parts is None:
+                        return self.cel(index)
+                    cel_value = parts[2]
+            except (KeyError, TypeError, ValueError, AttributeError):
+                failure, parts = self._convert(driver, holder, raw_name, value)
+                if failure is not None or parts is None:
+                    return self.cel(index)
+                cel_value = parts[2]
+            maps[holder].setdefault(domain, {})[name] = cel_value
+            present.append(key)
+            vals.append(cel_value)
+        layout = tuple(present)
+        shape = self._reading_shapes.get(layout)
+        if shape is None:
+            shape = self._reading_shapes[layout] = {k: i for i, k in enumerate(layout)}
+        return CelDevice.assembled(
+            driver,
+            maps["attributes"],
+            maps["capacity"],
+            bool(raw.get("allowMultipleAllocations")),
+            shape,
+            tuple(vals),
+            name=self._name[index],
+        )
 
     @property
     def catalogue(self) -> AttributeCatalogue:
@@ -287,10 +391,13 @@ class DeviceInventory:
         from dradiag.analyses.cel import CelRuntimeError
 
         fns = [_memoized(sel) for sel in selectors]
+        spec = _ReadSpec.of(selectors)
+        # An ungrouped inventory is the reference the grouped one is tested against: whole devices.
+        reading = self.cel_reading if self.grouped else lambda index, _spec: self.cel(index)
 
         def passes(index: int) -> bool:
             try:
-                return all(fn(self.cel(index)) for fn in fns)
+                return all(fn(reading(index, spec)) for fn in fns)
             except CelRuntimeError:
                 return False
 
@@ -298,7 +405,7 @@ class DeviceInventory:
             return range(len(self))
         if not self.grouped:
             return [index for index in range(len(self)) if passes(index)]
-        projection = self.projection(_ReadSpec.of(selectors))
+        projection = self.projection(spec)
         return self.indices_in(
             projection, {group for group in dict.fromkeys(projection.groups) if passes(group)}
         )
@@ -459,8 +566,14 @@ class DeviceInventory:
         cache = self._token_cache
         missing = [key for key in dict.fromkeys(keys) if key not in cache]
         if missing:
-            if self._index is not None and not self._primed:
-                # Every value object of the snapshot is known: token them all up front.
+            if (
+                self._index is not None
+                and not self._primed
+                and len(self._index.attribute_values) <= LEAF_IDS_MAX
+            ):
+                # Every value object of the snapshot is known: token them all up front
+                # (unless there are more than can be remembered by identity: a fleet of
+                # per-device values, of which only the columns read are worth a token).
                 self._primed = True
                 token = self._leaves.token
                 for leaf in self._index.attribute_values:
