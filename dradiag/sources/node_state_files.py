@@ -154,7 +154,8 @@ def _allocated(status: Any) -> tuple[tuple[str, str, str], ...]:
 
 
 def _claims(section: Mapping[str, Any], *, v1: bool) -> list[CheckpointClaim]:
-    claims = section.get("preparedClaims") or {}
+    claims = section.get("preparedClaims")
+    claims = {} if claims is None else claims  # an empty checkpoint writes null
     if not isinstance(claims, Mapping):
         raise ValueError("preparedClaims is not an object")
     out = []

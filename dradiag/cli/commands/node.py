@@ -133,7 +133,10 @@ def _catalogued(findings: list[Finding]) -> list[Finding]:
         if rule is None:
             out.append(f)
             continue
-        extra = tuple(n for n in rule.next if n not in f.next and "{" not in n)
+        # A catalogue step pointing at `dradiag node` is this very command: left out here.
+        extra = tuple(
+            n for n in rule.next if n not in f.next and "{" not in n and "dradiag node" not in n
+        )
         out.append(replace(f, title=rule.title or f.title, next=f.next + extra))
     return out
 
