@@ -213,7 +213,9 @@ def _checkpoint_findings(state: NodeState, snapshot: Snapshot | None) -> list[Fi
                 "its prepared devices and CDI specs (on tmpfs) are gone; a plugin from v0.4 on "
                 "discards it at start-up, an older one keeps the stale entries.",
                 evidence=[_node_ev(cp.path, f"nodeBootID {cp.node_boot_id}")],
-                next_steps=[f"kubectl logs -n <driver-ns> <plugin pod on {node}> -c gpus | grep -i checkpoint"],
+                next_steps=[
+                    f"kubectl logs -n <driver-ns> <plugin pod on {node}> -c gpus | grep -i checkpoint"
+                ],
                 ids=[("file", cp.path)],
             )
         )
@@ -221,7 +223,9 @@ def _checkpoint_findings(state: NodeState, snapshot: Snapshot | None) -> list[Fi
         where, claim = _claim_state(snapshot, c.claim_uid, node)
         label = key_of(claim) if claim is not None else (c.label)
         ids = [("claim UID", c.claim_uid), ("file", cp.path)]
-        ids += [("slice device name", d.slice_device_name) for d in c.devices if d.slice_device_name]
+        ids += [
+            ("slice device name", d.slice_device_name) for d in c.devices if d.slice_device_name
+        ]
         if where in _WHY_LEAK:
             out.append(
                 _finding(
@@ -290,7 +294,9 @@ def _cdi_findings(state: NodeState, snapshot: Snapshot | None) -> list[Finding]:
             )
         )
     cp = state.checkpoint
-    completed = [c for c in (cp.claims if cp and cp.error is None else ()) if c.state != "PrepareStarted"]
+    completed = [
+        c for c in (cp.claims if cp and cp.error is None else ()) if c.state != "PrepareStarted"
+    ]
     for c in completed:
         where, claim = _claim_state(snapshot, c.claim_uid, node)
         if where in _WHY_LEAK:
@@ -435,9 +441,9 @@ def _mig_findings(state: NodeState, snapshot: Snapshot | None) -> list[Finding]:
             if holder is not None
             else "held by no checkpoint entry"
         )
-        ids = [("MIG UUID", uuid), ("GPU UUID", gpu.gpu_uuid)]
-        if (name := mig_device_name(gpu.minor, m)) is not None:
-            ids.append(("slice device name", name))
+        ids: list[tuple[str, str]] = [("MIG UUID", uuid), ("GPU UUID", gpu.gpu_uuid)]
+        if (mig_name := mig_device_name(gpu.minor, m)) is not None:
+            ids.append(("slice device name", mig_name))
         ids += [("claim UID", holder.claim_uid)] if holder else []
         out.append(
             _finding(
@@ -474,7 +480,9 @@ def _vfio_findings(state: NodeState, snapshot: Snapshot | None) -> list[Finding]
     node = state.node
     cp = state.checkpoint
     entries = cp.claims if cp is not None and cp.error is None else ()
-    prepared = {d.pci_bus_id: c for c in entries for d in c.devices if d.type == "vfio" and d.pci_bus_id}
+    prepared = {
+        d.pci_bus_id: c for c in entries for d in c.devices if d.type == "vfio" and d.pci_bus_id
+    }
     by_bus = {p.pci_bus_id: p for p in state.pci}
     out: list[Finding] = []
     for bus, c in sorted(prepared.items()):
@@ -488,7 +496,10 @@ def _vfio_findings(state: NodeState, snapshot: Snapshot | None) -> list[Finding]
                 "a GPU prepared for VFIO passthrough is not bound to vfio-pci",
                 f"checkpoint entry {c.label} prepared {bus} for passthrough, but the function "
                 f"is bound to {fn.driver or 'no driver'}: the VM gets no device.",
-                evidence=[_entry_ev(state, c), _node_ev(f"/sys/bus/pci/devices/{bus}/driver", str(fn.driver))],
+                evidence=[
+                    _entry_ev(state, c),
+                    _node_ev(f"/sys/bus/pci/devices/{bus}/driver", str(fn.driver)),
+                ],
                 next_steps=[f"readlink /sys/bus/pci/devices/{bus}/driver  (on {node})"],
                 ids=[("claim UID", c.claim_uid), ("PCI bus ID", bus)],
             )
@@ -500,9 +511,10 @@ def _vfio_findings(state: NodeState, snapshot: Snapshot | None) -> list[Finding]
             if bus and _attr(d, "type") == "gpu":
                 published[str(bus).lower()] = str(d.get("name"))
     for fn in state.pci:
-        live = fn.pci_bus_id in prepared and _claim_state(
-            snapshot, prepared[fn.pci_bus_id].claim_uid, node
-        )[0] not in _WHY_LEAK
+        live = (
+            fn.pci_bus_id in prepared
+            and _claim_state(snapshot, prepared[fn.pci_bus_id].claim_uid, node)[0] not in _WHY_LEAK
+        )
         if not fn.vfio or live:
             continue
         as_gpu = published.get(fn.pci_bus_id)

@@ -46,9 +46,9 @@ from dradiag.diagnosis.context import (
     pod_terminating,
 )
 from dradiag.diagnosis.lifecycle import with_basis
-from dradiag.diagnosis.node_evidence import with_node_evidence
 from dradiag.diagnosis.links import ClaimLinks, claim_links
 from dradiag.diagnosis.model import Diagnosis, PhaseResult, Target
+from dradiag.diagnosis.node_evidence import with_node_evidence
 from dradiag.diagnosis.nodes import diagnose_node, scan_nodes
 from dradiag.diagnosis.phases.allocation import decompose_fit_error, phase_allocation
 from dradiag.diagnosis.phases.injection import phase_injection

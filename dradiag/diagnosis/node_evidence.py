@@ -43,7 +43,7 @@ def _ids(finding: Finding, layer: str) -> set[str]:
 def _footprint(name: str) -> tuple[str, range] | None:
     """(GPU minor, memory slices) a slice device occupies; a full GPU occupies all."""
     if m := _GPU.match(name):
-        return m.group("minor"), range(0, 8)
+        return m.group("minor"), range(8)
     if m := _MIG.match(name):
         start = int(m.group("start"))
         return m.group("minor"), range(start, start + _MEMORY_SLICES.get(int(m.group("g")), 1))
@@ -131,9 +131,7 @@ def _proven_prepared(walk: ClaimWalk, result: PhaseResult, proof: str) -> PhaseR
     return replace(merged, basis=Basis.CHECKED, basis_detail=f"node state: {proof}")
 
 
-def with_node_evidence(
-    walk: ClaimWalk, *phases: PhaseResult
-) -> tuple[PhaseResult, ...]:
+def with_node_evidence(walk: ClaimWalk, *phases: PhaseResult) -> tuple[PhaseResult, ...]:
     """``phases`` with the node findings added where they belong (unchanged without node state)."""
     found = node_findings(walk)
     proof = _prepare_proof(walk)

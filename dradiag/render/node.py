@@ -22,7 +22,12 @@ def _camel(d: Mapping[str, Any]) -> dict[str, Any]:
     def key(k: str) -> str:
         head, *rest = k.split("_")
         word = head + "".join(p[:1].upper() + p[1:] for p in rest)
-        return word.replace("Uuid", "UUID").replace("Uid", "UID").replace("BusId", "BusID").replace("Id", "ID")
+        return (
+            word.replace("Uuid", "UUID")
+            .replace("Uid", "UID")
+            .replace("BusId", "BusID")
+            .replace("Id", "ID")
+        )
 
     out: dict[str, Any] = {}
     for k, v in d.items():
@@ -137,7 +142,9 @@ def render_node_text(doc: Mapping[str, Any], *, no_color: bool = False) -> None:
             for p in g.get("processes") or ():
                 node.add(f"pid {p['pid']} on {p['onUUID']}")
     console.print(tree)
-    specs = Table("CDI spec", "cdiVersion", "kind", "claim UID", "devices", "problem", title="CDI specs")
+    specs = Table(
+        "CDI spec", "cdiVersion", "kind", "claim UID", "devices", "problem", title="CDI specs"
+    )
     for s in doc["cdi"]["specs"]:
         missing = [
             n["hostPath"] or n["path"]

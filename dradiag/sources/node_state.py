@@ -156,7 +156,7 @@ def collect_node_state(
         else:
             raw[checkpoint_path] = data
             checkpoint = parse_checkpoint(data, checkpoint_path)
-    state, reason = read_nvml(nvml) if use_nvml else (None, "not read (--no-nvml)")
+    nvml_state, nvml_reason = read_nvml(nvml) if use_nvml else (None, "not read (--no-nvml)")
     pci, pci_reason = _pci(host_root)
     boot = _read_text(under(host_root, BOOT_ID))
     return (
@@ -166,8 +166,8 @@ def collect_node_state(
             host_root=host_root,
             source="live",
             boot_id=boot,
-            nvml=state,
-            nvml_unavailable=reason,
+            nvml=nvml_state,
+            nvml_unavailable=nvml_reason,
             cdi_dirs=dirs,
             cdi_specs=_with_node_checks(specs, None, host_root),
             checkpoint_path=checkpoint_path,
@@ -227,7 +227,11 @@ def _nvml_from(data: Any) -> NvmlState | None:
     for g in data.get("gpus") or ():
         gpus.append(
             NvmlGpu(
-                **{k: g.get(k) for k in NvmlGpu.__dataclass_fields__ if k not in ("mig", "processes")},
+                **{
+                    k: g.get(k)
+                    for k in NvmlGpu.__dataclass_fields__
+                    if k not in ("mig", "processes")
+                },
                 mig=tuple(MigInstance(**m) for m in g.get("mig") or ()),
                 processes=tuple(NvmlProcess(**p) for p in g.get("processes") or ()),
             )

@@ -90,7 +90,9 @@ def parse_cdi_spec(data: bytes, path: str) -> CdiSpec:
         if not isinstance(dev, Mapping) or not isinstance(dev.get("name"), str):
             return _with_error(base, f"devices[{i}] has no name")
         edits = dev.get("containerEdits")
-        parsed.append(CdiDevice(name=dev["name"], device_nodes=_nodes(edits), mounts=_mounts(edits)))
+        parsed.append(
+            CdiDevice(name=dev["name"], device_nodes=_nodes(edits), mounts=_mounts(edits))
+        )
     uid = base.claim_uid
     if uid is None and kind == f"{CDI_VENDOR}/claim" and parsed:
         m = _UID_PREFIX.match(parsed[0].name)
@@ -114,14 +116,16 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200]
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _prepared_device(entry: Mapping[str, Any]) -> PreparedDevice:
     for kind in ("gpu", "mig", "vfio"):
         body = entry.get(kind)
         if not isinstance(body, Mapping):
             continue
-        device = body.get("device") if isinstance(body.get("device"), Mapping) else {}
-        info = body.get("info") if isinstance(body.get("info"), Mapping) else {}
-        concrete = body.get("concrete") if isinstance(body.get("concrete"), Mapping) else {}
+        device, info, concrete = (_mapping(body.get(k)) for k in ("device", "info", "concrete"))
         return PreparedDevice(
             slice_device_name=device.get("DeviceName"),
             pool=device.get("PoolName"),
@@ -138,7 +142,9 @@ def _devices(groups: Any) -> tuple[PreparedDevice, ...]:
     out: list[PreparedDevice] = []
     for group in groups or ():
         if isinstance(group, Mapping):
-            out += [_prepared_device(d) for d in group.get("devices") or () if isinstance(d, Mapping)]
+            out += [
+                _prepared_device(d) for d in group.get("devices") or () if isinstance(d, Mapping)
+            ]
     return tuple(out)
 
 

@@ -148,8 +148,10 @@ def read_nvml(nvml: Any = None) -> tuple[NvmlState | None, str | None]:
 
     ``nvml`` is the ``pynvml`` module, or a stand-in with the same functions (tests)."""
     if nvml is None:
+        import importlib
+
         try:
-            import pynvml as nvml
+            nvml = importlib.import_module("pynvml")
         except ImportError:
             return None, INSTALL_HINT
     try:

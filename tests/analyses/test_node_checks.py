@@ -46,11 +46,22 @@ def _with_claim(tmp_path: Path, uid: str, device: str) -> Snapshot:
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
         "metadata": {"name": "back", "namespace": "ml", "uid": uid},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]
+            }
+        },
         "status": {
             "allocation": {
                 "devices": {
-                    "results": [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": "gpu-node-1", "device": device}]
+                    "results": [
+                        {
+                            "request": "gpu",
+                            "driver": "gpu.nvidia.com",
+                            "pool": "gpu-node-1",
+                            "device": device,
+                        }
+                    ]
                 }
             }
         },
@@ -61,12 +72,17 @@ def _with_claim(tmp_path: Path, uid: str, device: str) -> Snapshot:
 
 def _entry_state(state: NodeState, uid: str, new: str) -> NodeState:
     assert state.checkpoint is not None
-    claims = tuple(replace(c, state=new) if c.claim_uid == uid else c for c in state.checkpoint.claims)
+    claims = tuple(
+        replace(c, state=new) if c.claim_uid == uid else c for c in state.checkpoint.claims
+    )
     return replace(state, checkpoint=replace(state.checkpoint, claims=claims))
 
 
 def _bind(state: NodeState, bus: str, driver: str) -> NodeState:
-    return replace(state, pci=tuple(replace(p, driver=driver) if p.pci_bus_id == bus else p for p in state.pci or ()))
+    return replace(
+        state,
+        pci=tuple(replace(p, driver=driver) if p.pci_bus_id == bus else p for p in state.pci or ()),
+    )
 
 
 def _all_nodes_exist(state: NodeState) -> NodeState:
@@ -74,7 +90,8 @@ def _all_nodes_exist(state: NodeState) -> NodeState:
         replace(
             s,
             devices=tuple(
-                replace(d, device_nodes=tuple(replace(n, exists=True) for n in d.device_nodes)) for d in s.devices
+                replace(d, device_nodes=tuple(replace(n, exists=True) for n in d.device_nodes))
+                for d in s.devices
             ),
         )
         for s in state.cdi_specs
@@ -106,7 +123,10 @@ NEAR_MISSES: dict[str, NearMiss] = {
         replace(s, cdi_specs=tuple(x for x in s.cdi_specs if x.error is None)),
         c,
     ),
-    nc.UNPREP_CHECKPOINT_LEAK: lambda s, c, tmp: (s, _with_claim(tmp, U_GONE, "gpu-0-mig-3g20gb-9-4")),
+    nc.UNPREP_CHECKPOINT_LEAK: lambda s, c, tmp: (
+        s,
+        _with_claim(tmp, U_GONE, "gpu-0-mig-3g20gb-9-4"),
+    ),
     nc.UNPREP_CDI_SPEC_LEAK: lambda s, c, tmp: (s, _with_claim(tmp, U_GONE_SPEC, "gpu-2")),
     nc.UNPREP_MIG_LEAK: lambda s, c, tmp: (s, _with_claim(tmp, U_GONE, "gpu-0-mig-3g20gb-9-4")),
     nc.UNPREP_VFIO_LEFT_BOUND: lambda s, c, _: (_bind(s, "0000:3b:00.0", "nvidia"), c),
@@ -124,10 +144,14 @@ def test_fires_on_the_leaky_node_and_not_on_its_near_miss(rule: str, tmp_path: P
 def test_static_mig_mismatch_both_ways() -> None:
     state, snapshot = _world("stale-mig")
     findings = {f.rule: f for f in nc.check_node(state, snapshot)}
-    assert ("MIG UUID", "MIG-4f3a7b1c-8d2e-5f60-9a1b-2c3d4e5f6a7b") in findings[nc.PUB_MIG_NOT_PUBLISHED].identifiers
+    assert ("MIG UUID", "MIG-4f3a7b1c-8d2e-5f60-9a1b-2c3d4e5f6a7b") in findings[
+        nc.PUB_MIG_NOT_PUBLISHED
+    ].identifiers
     assert ("slice device name", "gpu-0-mig-3g20gb-9-0") in findings[nc.PUB_MIG_STALE].identifiers
     healthy_state, healthy_snapshot = _world("healthy")
-    assert not {nc.PUB_MIG_NOT_PUBLISHED, nc.PUB_MIG_STALE} & _rules(healthy_state, healthy_snapshot)
+    assert not {nc.PUB_MIG_NOT_PUBLISHED, nc.PUB_MIG_STALE} & _rules(
+        healthy_state, healthy_snapshot
+    )
 
 
 def test_unreadable_checkpoint() -> None:
@@ -156,9 +180,14 @@ def test_without_the_cluster_only_node_local_checks_run() -> None:
 def test_claims_not_collected_are_never_read_as_gone() -> None:
     state, snapshot = LEAKY
     coverage = dict(snapshot.coverage)
-    coverage[Kind.RESOURCE_CLAIM] = KindRecord(kind=Kind.RESOURCE_CLAIM, coverage=Coverage.UNKNOWN, reason="forbidden")
+    coverage[Kind.RESOURCE_CLAIM] = KindRecord(
+        kind=Kind.RESOURCE_CLAIM, coverage=Coverage.UNKNOWN, reason="forbidden"
+    )
     blind = Snapshot(
-        objects={k: getattr(snapshot, a) for k, a in ((Kind.RESOURCE_SLICE, "slices"), (Kind.POD, "pods"))},
+        objects={
+            k: getattr(snapshot, a)
+            for k, a in ((Kind.RESOURCE_SLICE, "slices"), (Kind.POD, "pods"))
+        },
         coverage=coverage,
     )
     rules = _rules(state, blind)

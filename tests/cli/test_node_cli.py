@@ -53,7 +53,9 @@ def _standin() -> Any:
         ("corrupt-checkpoint", 1, {"DRA-PUB-NODE-CHECKPOINT-UNREADABLE"}),
     ],
 )
-def test_saved_worlds_validate_and_exit_by_their_findings(world: str, code: int, rules: set[str]) -> None:
+def test_saved_worlds_validate_and_exit_by_their_findings(
+    world: str, code: int, rules: set[str]
+) -> None:
     got, doc, _ = _json(["node", "--node", "gpu-node-1", "--from", str(FIXTURES / world)])
     assert got == code
     assert {f["rule"] for f in doc["findings"]} == rules
@@ -72,7 +74,9 @@ def test_leaky_world_document() -> None:
 
 
 def test_exit_zero() -> None:
-    code, _, _ = _json(["node", "--node", "gpu-node-1", "--from", str(FIXTURES / "leaky"), "--exit-zero"])
+    code, _, _ = _json(
+        ["node", "--node", "gpu-node-1", "--from", str(FIXTURES / "leaky"), "--exit-zero"]
+    )
     assert code == 0
 
 
@@ -80,7 +84,14 @@ def test_host_root_read_live_with_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     s = _standin()
     monkeypatch.setitem(sys.modules, "pynvml", s.FakeNvml([s.a100_static_mig(), s.gb200_full()]))
     code, doc, err = _json(
-        ["node", "--node", "gpu-node-1", "--host-root", str(FIXTURES / "hostroot-leaky"), "--no-cluster"]
+        [
+            "node",
+            "--node",
+            "gpu-node-1",
+            "--host-root",
+            str(FIXTURES / "hostroot-leaky"),
+            "--no-cluster",
+        ]
     )
     assert code == 1 and "NVML unavailable" not in err
     assert doc["source"]["node"] == "live" and doc["source"]["cluster"]["kind"] == "none"
@@ -92,20 +103,46 @@ def test_host_root_read_live_with_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_nvml_unavailable_is_one_line_and_the_rest_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", None)
     code, doc, err = _json(
-        ["node", "--node", "gpu-node-1", "--host-root", str(FIXTURES / "hostroot-leaky"), "--no-cluster"]
+        [
+            "node",
+            "--node",
+            "gpu-node-1",
+            "--host-root",
+            str(FIXTURES / "hostroot-leaky"),
+            "--no-cluster",
+        ]
     )
     lines = [line for line in err.splitlines() if "NVML unavailable" in line]
-    assert lines == ["dradiag: warning: NVML unavailable: nvidia-ml-py is not installed (pip install 'dradiag[node]')"]
+    assert lines == [
+        "dradiag: warning: NVML unavailable: nvidia-ml-py is not installed (pip install 'dradiag[node]')"
+    ]
     assert doc["nvml"] == {"available": False, "reason": lines[0].split("NVML unavailable: ")[1]}
     assert doc["cdi"]["specs"] and code == 1
-    _, text, _ = _run(["node", "--node", "gpu-node-1", "--host-root", str(FIXTURES / "hostroot-leaky"), "--no-cluster"])
+    _, text, _ = _run(
+        [
+            "node",
+            "--node",
+            "gpu-node-1",
+            "--host-root",
+            str(FIXTURES / "hostroot-leaky"),
+            "--no-cluster",
+        ]
+    )
     assert "NVML unavailable: nvidia-ml-py is not installed" in text
 
 
 def test_no_nvml_reads_no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", None)
     _, doc, err = _json(
-        ["node", "--node", "n", "--host-root", str(FIXTURES / "hostroot-leaky"), "--no-cluster", "--no-nvml"]
+        [
+            "node",
+            "--node",
+            "n",
+            "--host-root",
+            str(FIXTURES / "hostroot-leaky"),
+            "--no-cluster",
+            "--no-nvml",
+        ]
     )
     assert "NVML" not in err and doc["nvml"]["reason"] == "not read (--no-nvml)"
 
@@ -125,7 +162,9 @@ def _cluster_copy(tmp_path: Path) -> Path:
     return dest
 
 
-def test_save_then_claim_from_uses_the_node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_save_then_claim_from_uses_the_node_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     s = _standin()
     a100 = s.a100_static_mig()
     from dataclasses import replace
@@ -135,25 +174,46 @@ def test_save_then_claim_from_uses_the_node_state(tmp_path: Path, monkeypatch: p
     _, out, _ = _run(["claim", "serving/server-gpu", "--from", str(cluster), "-o", "json"])
     assert json.loads(out)["verdict"]["phase"] == "prepare"  # no node state: Prepare looks stalled
     code, _, err = _run(
-        ["node", "--node", "gpu-node-1", "--host-root", str(FIXTURES / "hostroot-leaky"), "--no-cluster", "--save", str(cluster), "-o", "json"]
+        [
+            "node",
+            "--node",
+            "gpu-node-1",
+            "--host-root",
+            str(FIXTURES / "hostroot-leaky"),
+            "--no-cluster",
+            "--save",
+            str(cluster),
+            "-o",
+            "json",
+        ]
     )
     assert code == 1 and "node state saved to" in err
     assert (cluster / "node" / "gpu-node-1" / "node.json").is_file()
     code, out, _ = _run(["claim", "serving/server-gpu", "--from", str(cluster), "-o", "json"])
     doc = json.loads(out)
-    assert (doc["verdict"]["phase"], doc["verdict"]["rule"]) == ("injection", "DRA-INJ-NODE-CDI-SPEC-MISSING")
+    assert (doc["verdict"]["phase"], doc["verdict"]["rule"]) == (
+        "injection",
+        "DRA-INJ-NODE-CDI-SPEC-MISSING",
+    )
     prepare = next(p for p in doc["phases"] if p["id"] == "prepare")
     assert prepare["status"] == "ok" and prepare["basis"]["kind"] == "checked"
     assert "PrepareCompleted" in prepare["basis"]["detail"]
     code, doc, _ = _json(["node", "--node", "gpu-node-1", "--from", str(cluster)])
-    assert doc["source"]["node"] == "saved" and "DRA-UNPREP-CHECKPOINT-LEAK" in {f["rule"] for f in doc["findings"]}
+    assert doc["source"]["node"] == "saved" and "DRA-UNPREP-CHECKPOINT-LEAK" in {
+        f["rule"] for f in doc["findings"]
+    }
 
 
 def test_text_view_has_the_tree_the_tables_and_the_findings() -> None:
-    code, text, _ = _run(["node", "--node", "gpu-node-1", "--from", str(FIXTURES / "leaky"), "--no-color"])
+    code, text, _ = _run(
+        ["node", "--node", "gpu-node-1", "--from", str(FIXTURES / "leaky"), "--no-color"]
+    )
     assert code == 1
     assert "GPU 0 (minor 0) NVIDIA A100-SXM4-40GB" in text and "MIG 3g.20gb GI 2" in text
-    assert "CDI specs" in text and "checkpoint /var/lib/kubelet/plugins/gpu.nvidia.com/checkpoint.json" in text
+    assert (
+        "CDI specs" in text
+        and "checkpoint /var/lib/kubelet/plugins/gpu.nvidia.com/checkpoint.json" in text
+    )
     assert text.index("CDI specs") < text.index("error DRA-")
     assert "PrepareStarted" in text and "VFIO-bound: 0000:3b:00.0 (vfio-pci)" in text
 
@@ -161,5 +221,7 @@ def test_text_view_has_the_tree_the_tables_and_the_findings() -> None:
 def test_usage_errors_are_one_line() -> None:
     code, _, err = _run(["node", "--no-cluster", "--from", str(FIXTURES / "leaky")])
     assert code == 2 and err.strip().count("\n") == 0 and "exclude each other" in err
-    code, _, err = _run(["node", "--node", "gpu-node-1", "--from", str(FIXTURES / "leaky"), "--save", "/tmp/x"])
+    code, _, err = _run(
+        ["node", "--node", "gpu-node-1", "--from", str(FIXTURES / "leaky"), "--save", "/tmp/x"]
+    )
     assert code == 2 and "nothing to --save" in err

@@ -25,13 +25,29 @@ def _verdict(root: Path, ns: str, name: str) -> tuple[str | None, str | None]:
     ("claim", "with_node", "without_node"),
     [
         # a gone claim's checkpoint entry and MIG instance on this claim's placement
-        ("ml/trainer-gpu", ("unprepare", "DRA-UNPREP-LEAKED-STATE"), ("prepare", "DRA-PREP-STALLED")),
+        (
+            "ml/trainer-gpu",
+            ("unprepare", "DRA-UNPREP-LEAKED-STATE"),
+            ("prepare", "DRA-PREP-STALLED"),
+        ),
         # prepared per the checkpoint, the CDI spec gone
-        ("serving/server-gpu", ("injection", "DRA-INJ-NODE-CDI-SPEC-MISSING"), ("prepare", "DRA-PREP-STALLED")),
+        (
+            "serving/server-gpu",
+            ("injection", "DRA-INJ-NODE-CDI-SPEC-MISSING"),
+            ("prepare", "DRA-PREP-STALLED"),
+        ),
         # the Prepare never finished
-        ("ml/mig-starter", ("prepare", "DRA-PREP-CHECKPOINT-PREPARE-STARTED"), ("prepare", "DRA-PREP-STALLED")),
+        (
+            "ml/mig-starter",
+            ("prepare", "DRA-PREP-CHECKPOINT-PREPARE-STARTED"),
+            ("prepare", "DRA-PREP-STALLED"),
+        ),
         # a device node the claim's spec injects is missing
-        ("ml/caps-gpu", ("injection", "DRA-INJ-CDI-DEVICE-NODE-MISSING"), ("prepare", "DRA-PREP-STALLED")),
+        (
+            "ml/caps-gpu",
+            ("injection", "DRA-INJ-CDI-DEVICE-NODE-MISSING"),
+            ("prepare", "DRA-PREP-STALLED"),
+        ),
     ],
 )
 def test_node_state_decides_the_phase(
@@ -48,7 +64,9 @@ def test_the_cause_names_the_gone_claim() -> None:
     diagnosis = diagnose_claim(load_snapshot(str(FIXTURES / "leaky")), "ml", "trainer-gpu")
     assert "3c8337ad-f366-4541-883d-30b9e99fd6be" in diagnosis.verdict.summary
     unprepare = next(p for p in diagnosis.phases if p.phase.value == "unprepare")
-    assert unprepare.basis.value == "checked" and "node state of gpu-node-1" in unprepare.basis_detail
+    assert (
+        unprepare.basis.value == "checked" and "node state of gpu-node-1" in unprepare.basis_detail
+    )
     prepare = next(p for p in diagnosis.phases if p.phase.value == "prepare")
     assert prepare.status.value == "warn"  # the symptom, pointing at unprepare
 

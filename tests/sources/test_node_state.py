@@ -126,7 +126,10 @@ def test_checkpoint_v0_4_carries_the_boot_id() -> None:
 
 
 def test_checkpoint_with_every_device_kind() -> None:
-    data = (NODE_FIXTURES / "leaky/node/gpu-node-1/files/var/lib/kubelet/plugins/gpu.nvidia.com/checkpoint.json").read_bytes()
+    data = (
+        NODE_FIXTURES
+        / "leaky/node/gpu-node-1/files/var/lib/kubelet/plugins/gpu.nvidia.com/checkpoint.json"
+    ).read_bytes()
     cp = parse_checkpoint(data, "/ckpt.json")
     kinds = {d.type: d for c in cp.claims for d in c.devices}
     assert set(kinds) == {"gpu", "mig", "vfio"}
@@ -155,12 +158,16 @@ def test_malformed_checkpoints_are_values_with_an_error(text: bytes, fragment: s
 
 def test_nvml_a100_h100_gb200() -> None:
     s = standin()
-    state, reason = read_nvml(s.FakeNvml([s.a100_static_mig(), s.h100_mig_pending_off(), s.gb200_full()]))
+    state, reason = read_nvml(
+        s.FakeNvml([s.a100_static_mig(), s.h100_mig_pending_off(), s.gb200_full()])
+    )
     assert reason is None and state is not None
     assert (state.driver_version, state.cuda_driver_version) == ("570.170.01", "12.8")
     a100, h100, gb200 = state.gpus
     assert a100.pci_bus_id == "0000:07:00.0" and a100.slice_device_name == "gpu-0"
-    assert [(m.profile, m.gi_profile_id, m.placement_start, m.placement_size) for m in a100.mig] == [
+    assert [
+        (m.profile, m.gi_profile_id, m.placement_start, m.placement_size) for m in a100.mig
+    ] == [
         ("3g.20gb", 9, 4, 4),
         ("1g.5gb", 19, 0, 1),
     ]
@@ -238,7 +245,9 @@ def test_a_malformed_saved_state_is_an_input_error(tmp_path: Path) -> None:
         load_saved_node_states(str(tmp_path))
 
 
-def test_from_directory_keeps_node_files_out_of_the_objects(caplog: pytest.LogCaptureFixture) -> None:
+def test_from_directory_keeps_node_files_out_of_the_objects(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     from dradiag.snapshot.node_state import node_states
     from dradiag.sources.manifests import load_snapshot
 

@@ -209,9 +209,7 @@ def node(
         output=output,
         no_color=no_color,
     )
-    snapshot, cluster = _cluster(
-        options, name, no_cluster=no_cluster, saved=state.source != "live"
-    )
+    snapshot, cluster = _cluster(options, name, no_cluster=no_cluster, saved=state.source != "live")
     findings = _catalogued(check_node(state, snapshot))
     doc = node_document(state, findings, cluster=cluster)
     if output is OutputFormat.TEXT:
