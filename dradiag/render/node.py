@@ -153,13 +153,11 @@ def render_node_text(doc: Mapping[str, Any], *, no_color: bool = False) -> None:
             if n.get("exists") is False
         ]
         problem = s.get("error") or (f"missing {', '.join(missing)}" if missing else "")
+        cells = (s["path"], s.get("cdiVersion"), s.get("kind"), s.get("claimUID"))
         specs.add_row(
-            s["path"],
-            s.get("cdiVersion") or "",
-            s.get("kind") or "",
-            s.get("claimUID") or "",
+            *(escape(str(c or "")) for c in cells),
             str(len(s.get("devices") or ())),
-            problem,
+            escape(problem),
         )
     if not doc["cdi"]["specs"]:
         specs.add_row(f"(none in {', '.join(doc['cdi']['dirs'])})", "", "", "", "", "")
@@ -173,7 +171,8 @@ def render_node_text(doc: Mapping[str, Any], *, no_color: bool = False) -> None:
     for c in cp.get("claims") or ():
         who = f"{c['namespace']}/{c['name']}" if c.get("namespace") and c.get("name") else ""
         devices = ", ".join(d.get("sliceDeviceName") or d["type"] for d in c.get("devices") or ())
-        claims.add_row(c["claimUID"], c.get("state") or "(unset)", who, devices)
+        cells = (c["claimUID"], c.get("state") or "(unset)", who, devices)
+        claims.add_row(*(escape(str(x)) for x in cells))
     console.print(claims)
     vfio = [f for f in doc["pci"]["functions"] if f["vfio"]]
     if vfio:

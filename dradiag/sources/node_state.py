@@ -62,7 +62,9 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _cdi_specs(root: str, dirs: Iterable[str]) -> tuple[list[CdiSpec], dict[str, bytes]]:
+def _cdi_specs(
+    root: str, dirs: Iterable[str], *, saved: bool = False
+) -> tuple[list[CdiSpec], dict[str, bytes]]:
     specs: list[CdiSpec] = []
     raw: dict[str, bytes] = {}
     for host_dir in dirs:
@@ -72,6 +74,8 @@ def _cdi_specs(root: str, dirs: Iterable[str]) -> tuple[list[CdiSpec], dict[str,
         for path in sorted(local.iterdir()):
             if path.suffix not in CDI_SUFFIXES or not path.is_file():
                 continue
+            if saved and path.is_symlink():
+                continue  # a saved copy holds plain files; a link could point anywhere
             label = f"{host_dir.rstrip('/')}/{path.name}"
             spec = read_cdi_file(path, label)
             specs.append(spec)
@@ -251,16 +255,20 @@ def load_saved_node_state(folder: Path) -> NodeState:
         if not isinstance(meta, dict) or meta.get("format") != SAVED_FORMAT:
             raise ValueError(f"not a {SAVED_FORMAT} record")
         files = str(folder / SAVED_FILES)
-        dirs = tuple(meta.get("cdiDirs") or ())
-        specs, _ = _cdi_specs(files, dirs)
+        dirs = tuple(str(d) for d in meta.get("cdiDirs") or ())
+        checkpoint_path = str(meta.get("checkpointPath") or "")
+        for host_path in (*dirs, checkpoint_path):
+            # Reading a saved copy never leaves its folder (DESIGN §8, bundles).
+            if ".." in Path(host_path).parts:
+                raise ValueError(f"host path {host_path!r} leaves the saved folder")
+        specs, _ = _cdi_specs(files, dirs, saved=True)
         unreadable = meta.get("unreadable") or {}
         specs += [
             CdiSpec(path=p, scheme="other", error=e) for p, e in sorted(unreadable.items()) if e
         ]
-        checkpoint_path = str(meta.get("checkpointPath") or "")
         checkpoint = None
         local = under(files, checkpoint_path) if checkpoint_path else None
-        if local is not None and local.is_file():
+        if local is not None and local.is_file() and not local.is_symlink():
             checkpoint = parse_checkpoint(local.read_bytes(), checkpoint_path)
         pci = meta.get("pci")
         state = NodeState(

@@ -225,3 +225,24 @@ def test_usage_errors_are_one_line() -> None:
         ["node", "--node", "gpu-node-1", "--from", str(FIXTURES / "leaky"), "--save", "/tmp/x"]
     )
     assert code == 2 and "nothing to --save" in err
+
+
+def test_an_unreachable_cluster_is_one_warning_and_the_node_checks_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    code, doc, err = _json(
+        [
+            "node",
+            "--node",
+            "gpu-node-1",
+            "--host-root",
+            str(FIXTURES / "hostroot-leaky"),
+            "--no-nvml",
+        ]
+    )
+    assert [line for line in err.splitlines() if "cluster unavailable" in line]
+    assert doc["source"]["cluster"]["kind"] == "none" and code == 1
+    assert "DRA-PREP-CHECKPOINT-PREPARE-STARTED" in {f["rule"] for f in doc["findings"]}

@@ -255,3 +255,25 @@ def test_from_directory_keeps_node_files_out_of_the_objects(
     assert len(snapshot.claims) == 5
     assert list(node_states(snapshot.extras)) == ["gpu-node-1"]
     assert not [r for r in caplog.records if "skipped" in r.getMessage()]
+
+
+def test_a_saved_state_never_reads_outside_its_folder(tmp_path: Path) -> None:
+    from dradiag.errors import InputError
+
+    folder = tmp_path / "node" / "n1"
+    (folder / "files").mkdir(parents=True)
+    meta = {"format": "dradiag.node-state/v1", "node": "n1", "cdiDirs": ["/var/run/cdi"]}
+    meta["checkpointPath"] = "/../../../etc/passwd"
+    (folder / "node.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match="leaves the saved folder"):
+        load_saved_node_states(str(tmp_path))
+    meta["checkpointPath"] = "/ckpt.json"
+    (folder / "node.json").write_text(json.dumps(meta))
+    outside = tmp_path / "secret.yaml"
+    outside.write_text("cdiVersion: 0.6.0\nkind: a.b/c\ndevices: [{name: x}]\n")
+    cdi = folder / "files" / "var" / "run" / "cdi"
+    cdi.mkdir(parents=True)
+    (cdi / "link.yaml").symlink_to(outside)
+    (folder / "files" / "ckpt.json").symlink_to(outside)
+    state = load_saved_node_states(str(tmp_path))["n1"]
+    assert state.cdi_specs == () and state.checkpoint is None
