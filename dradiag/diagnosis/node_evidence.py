@@ -79,6 +79,22 @@ def _as_cause(leak: Finding, node: str) -> Finding:
     )
 
 
+_CHECKED: dict[int, tuple[object, NodeState, list[Finding]]] = {}
+"""The node checks of the last few (snapshot, node state) pairs: ``scan`` walks every claim
+of a node, and each would otherwise rerun the same checks."""
+
+
+def _checked(walk: ClaimWalk, state: NodeState) -> list[Finding]:
+    hit = _CHECKED.get(id(state))
+    if hit is not None and hit[0] is walk.snapshot and hit[1] is state:
+        return hit[2]
+    findings = nc.check_node(state, walk.snapshot)
+    if len(_CHECKED) >= 4:
+        _CHECKED.clear()
+    _CHECKED[id(state)] = (walk.snapshot, state, findings)
+    return findings
+
+
 def node_findings(walk: ClaimWalk) -> dict[Phase, tuple[list[Finding], str]]:
     """Per phase, the node findings about this claim and the node state they came from."""
     states = node_states(walk.snapshot.extras)
@@ -93,7 +109,7 @@ def node_findings(walk: ClaimWalk) -> dict[Phase, tuple[list[Finding], str]]:
         if state is None:
             continue
         mine = nc.allocated_device_names(walk.claim, node)
-        for f in nc.check_node(state, walk.snapshot):
+        for f in _checked(walk, state):
             if f.phase not in (Phase.PREPARE, Phase.INJECTION, Phase.UNPREPARE):
                 continue
             about_me = uid in _ids(f, "claim UID")

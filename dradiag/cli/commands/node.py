@@ -178,10 +178,16 @@ def node(
     state: NodeState | None = None
     host_given = host_root is not None or cdi_dir or checkpoint is not None
     if from_path and not host_given:
-        state = ns.load_saved_node_states(from_path).get(name)
+        saved = ns.load_saved_node_states(from_path)
+        state = saved.get(name)
+        if state is None and saved:
+            logger.warning(
+                "no saved state for node %s under %s (it has %s); reading this host",
+                name,
+                from_path,
+                ", ".join(sorted(saved)),
+            )
     if state is None:
-        if save is None and host_root is None and from_path and not host_given:
-            logger.info("no saved state for node %s under %s; reading this host", name, from_path)
         state, raw = ns.collect_node_state(
             name,
             host_root=host_root or "/",
