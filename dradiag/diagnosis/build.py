@@ -48,6 +48,7 @@ from dradiag.diagnosis.context import (
 from dradiag.diagnosis.lifecycle import with_basis
 from dradiag.diagnosis.links import ClaimLinks, claim_links
 from dradiag.diagnosis.model import Diagnosis, PhaseResult, Target
+from dradiag.diagnosis.node_evidence import with_node_evidence
 from dradiag.diagnosis.nodes import diagnose_node, scan_nodes
 from dradiag.diagnosis.phases.allocation import decompose_fit_error, phase_allocation
 from dradiag.diagnosis.phases.injection import phase_injection
@@ -162,6 +163,7 @@ def walk_claim(
     injection = phase_injection(walk, prepare)
     workload = phase_workload(walk, injection)
     unprepare = phase_unprepare(walk, prepare)
+    prepare, injection, unprepare = with_node_evidence(walk, prepare, injection, unprepare)
     prepare = _as_symptom(prepare, unprepare)
     phases = with_basis(
         walk, (publication, selection, allocation, prepare, injection, workload, unprepare)

@@ -310,8 +310,14 @@ def read_log(path: Path, root: Path | None) -> ContainerLog | None:
 
 
 def _iter_files(root: Path) -> Iterator[Path]:
+    from dradiag.sources.node_state import saved_node_folders
+
+    # Saved node state (``node/<node>/``, sources.node_state) is not Kubernetes objects.
+    node_folders = saved_node_folders(root)
     for path in sorted(root.rglob("*")):
         if any(part.startswith(".") for part in path.relative_to(root).parts):
+            continue
+        if any(path.is_relative_to(folder) for folder in node_folders):
             continue
         if path.is_file():
             yield path
@@ -514,7 +520,7 @@ def load_snapshot(
     """
     with paused_gc():
         loaded = _read_path(path, stdin, exclude, defer=defer)
-        return snapshot_from_documents(
+        snapshot = snapshot_from_documents(
             loaded.documents,
             logs=loaded.logs,
             empty_kinds=loaded.empty_list_kinds,
@@ -523,6 +529,14 @@ def load_snapshot(
             deferred=loaded.deferred,
             skipped=loaded.skipped,
         )
+    if path != "-":
+        from dradiag.snapshot.node_state import NODE_STATES_KEY
+        from dradiag.sources.node_state import load_saved_node_states
+
+        states = load_saved_node_states(path)
+        if states:
+            snapshot.extras = {**snapshot.extras, NODE_STATES_KEY: states}
+    return snapshot
 
 
 def load_documents(path: str, *, stdin: Any = None) -> list[Document]:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-HEAVY = ("kubernetes", "celpy", "cel_expr_python", "urllib3", "re2", "jsonschema")
+HEAVY = ("kubernetes", "celpy", "cel_expr_python", "urllib3", "re2", "jsonschema", "pynvml")
 
 PROBE = """
 import contextlib, io, json, sys

@@ -21,6 +21,8 @@ names its command and target with one of
 - ``claim: NS/NAME`` or ``pod: NS/NAME`` (``dradiag claim|pod NS/NAME --from DIR``);
 - ``scan: NS`` (``dradiag scan -n NS``; ``scan: all`` for ``-A``);
 - ``selector-check: [FILE, ...]`` (manifests, relative to ``tests/fixtures/``);
+- ``node: NODE`` (``dradiag node --node NODE --from DIR``: the node state saved under
+  ``DIR/node/NODE/``, cross-checked with the cluster objects beside it);
 
 with ``from:`` (relative to ``tests/fixtures/``: a scenario, or a directory under
 ``rule_cases/<RULE-ID>/``), optional ``args:`` (more flags; ``{fixtures}`` stands for
@@ -44,7 +46,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
 
-ENGINE_COMMANDS = ("claim", "pod", "scan", "selector-check")
+ENGINE_COMMANDS = ("claim", "pod", "scan", "selector-check", "node")
 """The commands an engine case may run (the key that names it in the case)."""
 
 _SOURCE_BY_REASON = {
@@ -86,6 +88,8 @@ class RuleCase:
             argv.append(str(target))
         elif command == "scan":
             argv += ["-A"] if target == "all" else ["-n", str(target)]
+        elif command == "node":
+            argv += ["--node", str(target)]
         else:
             argv += [str(FIXTURES_DIR / str(f)) for f in _listed(target)]
         if "from" in body:

@@ -25,7 +25,7 @@ CASES_DIR = Path(__file__).resolve().parent / "cases"
 FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
 SCENARIOS_DIR = FIXTURES_DIR / "scenarios"
 RULE_CASES_DIR = FIXTURES_DIR / "rule_cases"
-ENGINE_COMMANDS = ("claim", "pod", "scan", "selector-check")
+ENGINE_COMMANDS = ("claim", "pod", "scan", "selector-check", "node")
 _EMITTED_ID = re.compile(r"[\"'](DRA-(?:PUB|SEL|ALLOC|PREP|INJ|WORK|UNPREP)-[A-Z0-9-]+)[\"']")
 
 
