@@ -89,26 +89,55 @@ class PluginHealth:
         return self.state in (PluginState.HEALTHY, PluginState.NOT_COLLECTED)
 
 
+PLUGIN_IMAGES: Mapping[str, str] = {
+    "k8s-dra-driver-gpu": "nvidia-dra-driver-gpu",
+    "dra-driver-nvidia-gpu": "dra-driver-nvidia-gpu",
+}
+"""Image repository names of the two generations (nvidia-driver-facts §5.1, §10:
+``nvcr.io/nvidia/k8s-dra-driver-gpu``, ``registry.k8s.io/dra-driver-nvidia/dra-driver-
+nvidia-gpu``) and the chart ``<name>`` each implies."""
+PLUGIN_BINARIES = ("gpu-kubelet-plugin", "compute-domain-kubelet-plugin")
+"""What the plugin containers run; the controller and webhook share the image but not these."""
+
+
+def _image_chart(image: object) -> str | None:
+    """The chart ``<name>`` implied by a driver image reference, else None."""
+    repo = str(image or "").split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
+    return PLUGIN_IMAGES.get(repo)
+
+
 def plugin_chart_name(pod: K8sObject) -> str | None:
     """The chart ``<name>`` if ``pod`` is a DRA-driver kubelet-plugin pod, else None.
 
     Labels first (``<name>-component: kubelet-plugin``, any ``<name>`` from a
     ``nameOverride``), then the DaemonSet owner ``<name>-kubelet-plugin``, then the pod
-    name that DaemonSet generates.
+    name that DaemonSet generates, then the driver image run by a DaemonSet or running
+    the plugin binary: ``selectorLabelsOverride`` and a ``nameOverride`` without
+    "dra-driver" in it defeat the first three, and a crash-looping plugin that is not
+    recognised would read as "nothing unhealthy".
     """
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     for key, value in labels.items():
         if value == COMPONENT_VALUE and str(key).endswith("-component"):
             return str(key)[: -len("-component")]
+    daemonset = False
     for ref in meta.get("ownerReferences") or ():
         if isinstance(ref, Mapping) and ref.get("kind") == "DaemonSet":
+            daemonset = True
             owner = str(ref.get("name") or "")
             if owner.endswith("-kubelet-plugin") and "dra-driver" in owner:
                 return owner[: -len("-kubelet-plugin")]
     name = name_of(pod)
     for chart in CHART_NAMES:
         if name.startswith(f"{chart}-kubelet-plugin-"):
+            return chart
+    for container in _containers(pod):
+        chart = _image_chart(container.get("image"))
+        if chart is None:
+            continue
+        command = " ".join(str(c) for c in [*(container.get("command") or ()), *(container.get("args") or ())])
+        if daemonset or any(binary in command for binary in PLUGIN_BINARIES):
             return chart
     return None
 
@@ -137,14 +166,63 @@ def is_plugin_pod(pod: K8sObject) -> bool:
     return plugin_chart_name(pod) is not None
 
 
-def _plugin_pods_collected(snapshot: Snapshot) -> bool:
+def _absence_proves(snapshot: Snapshot, any_plugin_pod: bool) -> bool:
+    """Whether "no plugin pod on this node" is evidence: pods were read, and either some
+    plugin pod was seen or the read covered every namespace."""
     record = snapshot.coverage[Kind.POD]
     if record.coverage is Coverage.UNKNOWN:
         return False
-    if any(is_plugin_pod(p) for p in snapshot.pods):
+    if any_plugin_pod:
         return True
     # A cluster-wide read proves absence; a namespace-scoped or files read does not.
     return record.scope in (None, "", "cluster", "all namespaces")
+
+
+def _plugin_pods_collected(snapshot: Snapshot) -> bool:
+    if snapshot.coverage[Kind.POD].coverage is Coverage.UNKNOWN:
+        return False
+    return _absence_proves(snapshot, any(is_plugin_pod(p) for p in snapshot.pods))
+
+
+class PluginIndex:
+    """The kubelet-plugin pods of one snapshot, recognised once and indexed by node.
+
+    ``scan`` asks for the plugin of every GPU node and of every claim's node; testing
+    every pod of the cluster once per node made a 5,000-node scan quadratic (nodes ×
+    pods). One index per scan, passed down, answers each node in constant time.
+    """
+
+    __slots__ = ("_by_node", "_collected", "any_plugin_pod")
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        by_node: dict[str, list[tuple[K8sObject, str]]] = {}
+        found = False
+        for pod in snapshot.pods:
+            chart = plugin_chart_name(pod)
+            if chart is None:
+                continue
+            found = True
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node:
+                by_node.setdefault(str(node), []).append((pod, chart))
+        self._by_node = by_node
+        self.any_plugin_pod = found
+        """True when the snapshot holds any plugin pod, on a node or not."""
+        self._collected = _absence_proves(snapshot, found)
+
+    @property
+    def nodes(self) -> list[str]:
+        """Nodes running a plugin pod, sorted."""
+        return sorted(self._by_node)
+
+    def pods_on(self, node: str) -> list[tuple[K8sObject, str]]:
+        """(pod, chart name) of the plugin pods bound to ``node``."""
+        return self._by_node.get(node, [])
+
+    @property
+    def collected(self) -> bool:
+        """Whether a node without a plugin pod is evidence of a missing plugin."""
+        return self._collected
 
 
 def _pod_health(node: str, pod: K8sObject, chart: str | None) -> PluginHealth:
@@ -195,16 +273,30 @@ def _pod_health(node: str, pod: K8sObject, chart: str | None) -> PluginHealth:
     return PluginHealth(state=PluginState.HEALTHY, **common)
 
 
-def plugin_health(snapshot: Snapshot, node: str) -> PluginHealth:
-    """The state of the gpu.nvidia.com kubelet plugin on ``node`` (worst pod wins)."""
-    pods = [p for p in snapshot.pods_on_node(node) if is_plugin_pod(p)]
-    live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
-    pods = live or pods
-    if not pods:
-        if not _plugin_pods_collected(snapshot):
+def plugin_health(
+    snapshot: Snapshot, node: str, *, index: PluginIndex | None = None
+) -> PluginHealth:
+    """The state of the gpu.nvidia.com kubelet plugin on ``node`` (worst pod wins).
+
+    ``index``: the snapshot's PluginIndex when many nodes are asked (``scan``); without
+    it only the node's own pods are read, plus every pod once when the node has none.
+    """
+    if index is not None:
+        charted = index.pods_on(node)
+    else:
+        charted = [
+            (p, chart)
+            for p in snapshot.pods_on_node(node)
+            if (chart := plugin_chart_name(p)) is not None
+        ]
+    live = [(p, c) for p, c in charted if not (p.get("metadata") or {}).get("deletionTimestamp")]
+    charted = live or charted
+    if not charted:
+        collected = index.collected if index is not None else _plugin_pods_collected(snapshot)
+        if not collected:
             return PluginHealth(node=node, state=PluginState.NOT_COLLECTED)
         return PluginHealth(node=node, state=PluginState.MISSING)
-    healths = [_pod_health(node, p, plugin_chart_name(p)) for p in pods]
+    healths = [_pod_health(node, p, chart) for p, chart in charted]
     # Prefer a pod that runs `gpus`: a separate ComputeDomain-only pod is not the GPU plugin.
     with_gpus = [h for h in healths if h.state is not PluginState.NO_GPU_CONTAINER] or healths
     return min(with_gpus, key=lambda h: _STATE_RANK[h.state])

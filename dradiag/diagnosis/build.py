@@ -56,6 +56,7 @@ from dradiag.diagnosis.phases.unprepare import phase_unprepare
 from dradiag.diagnosis.phases.workload import phase_workload
 from dradiag.diagnosis.resolve import is_synthesized, pod_claim_names_for, resolve_pod_claims
 from dradiag.diagnosis.rule_ids import CODE_RULE_IDS, NOT_COLLECTED, PHASE_CODE
+from dradiag.diagnosis.scan_context import ScanContext
 from dradiag.diagnosis.verdict import CROSS_CLAIM_CAUSE_RULES, decide_verdict
 from dradiag.errors import UsageError
 from dradiag.snapshot.model import (
@@ -133,16 +134,24 @@ def walk_claim(
     options: WalkOptions | None = None,
     pods: Sequence[K8sObject] | None = None,
     selection_cache: dict[tuple[str, str], list[Finding]] | None = None,
+    shared: ScanContext | None = None,
 ) -> Diagnosis:
-    """Diagnose one claim object (real or synthesized) through the seven phases."""
+    """Diagnose one claim object (real or synthesized) through the seven phases.
+
+    ``shared``: the scan's per-snapshot facts; its selection cache is used when
+    ``selection_cache`` is not given.
+    """
     walk = ClaimWalk(
         snapshot=snapshot,
         claim=claim,
         options=options or WalkOptions(),
         pods=list(pods) if pods is not None else snapshot.pods_for_claim(claim),
-        rulebook=optional_rulebook(),
+        rulebook=shared.rulebook if shared is not None else optional_rulebook(),
         synthesized=is_synthesized(claim),
-        selection_cache=selection_cache,
+        selection_cache=selection_cache
+        if selection_cache is not None or shared is None
+        else shared.selection_cache,
+        shared=shared,
     )
     publication = phase_publication(walk)
     selection = phase_selection(walk)
@@ -248,14 +257,14 @@ def scan(
 
     base = options or WalkOptions()
     options = WalkOptions(now=base.now, stuck_after=base.stuck_after, simulate=False)
-    cache: dict[tuple[str, str], list[Finding]] = {}
+    shared = ScanContext.of(snapshot, optional_rulebook())
     out: list[Diagnosis] = []
     for claim in snapshot.claims:
         if namespace is not None and namespace_of(claim) != namespace:
             continue
         if _quick_healthy(snapshot, claim):
             continue
-        diagnosis = walk_claim(snapshot, claim, options=options, selection_cache=cache)
+        diagnosis = walk_claim(snapshot, claim, options=options, shared=shared)
         if diagnosis.verdict.status is not VerdictStatus.OK:
             out.append(diagnosis)
     for pod in snapshot.pods:
@@ -266,10 +275,10 @@ def scan(
         for pc in resolve_pod_claims(snapshot, pod):
             if pc.synthesized and pc.claim is not None:
                 diagnosis = walk_claim(
-                    snapshot, pc.claim, options=options, pods=[pod], selection_cache=cache
+                    snapshot, pc.claim, options=options, pods=[pod], shared=shared
                 )
                 if diagnosis.verdict.status is not VerdictStatus.OK:
                     out.append(diagnosis)
     if include_nodes:
-        out += scan_nodes(snapshot, options=options)
+        out += scan_nodes(snapshot, options=options, shared=shared)
     return sorted(out, key=_scan_sort_key)

@@ -15,6 +15,7 @@ from dradiag.diagnosis.context import (
 from dradiag.diagnosis.findings import as_historical, phase_result
 from dradiag.diagnosis.model import Diagnosis, Target
 from dradiag.diagnosis.phases.publication import pool_finding, pool_rules
+from dradiag.diagnosis.scan_context import ScanContext
 from dradiag.diagnosis.rule_ids import PUB_NODE_NO_SLICES
 from dradiag.diagnosis.verdict import decide_verdict
 from dradiag.snapshot.model import (
@@ -47,6 +48,7 @@ def diagnose_node(
     *,
     options: WalkOptions | None = None,
     pool_problems_by_node: Mapping[str, Sequence[Any]] | None = None,
+    shared: ScanContext | None = None,
 ) -> Diagnosis:
     """The publication phase of one node: slices, pools, the kubelet plugin and its logs.
 
@@ -55,9 +57,10 @@ def diagnose_node(
     """
     del options  # node publication has no time-based checks yet
     phase = Phase.PUBLICATION
-    rulebook = optional_rulebook()
+    shared = shared or ScanContext.of(snapshot, optional_rulebook())
+    rulebook = shared.rulebook
     findings: list[Finding] = []
-    health = ph.plugin_health(snapshot, node)
+    health = shared.plugin(node)
     node_slices = snapshot.slices_for(node=node, driver=NVIDIA_DRIVER)
     node_obj = snapshot.node(node)
     if (
@@ -99,16 +102,14 @@ def diagnose_node(
         match_objects = optional_matcher("match_objects")
         match_logs = optional_matcher("match_logs")
         if match_objects is not None:
-            hits += [h.to_finding() for h in match_objects(rulebook, "Pod", [health.pod])]
+            hits += shared.plugin_object_hits(node, match_objects)
         if match_logs is not None:
-            for log in ph.plugin_logs(snapshot, health):
-                for h in match_logs(rulebook, [log]):
-                    f = h.to_finding()
-                    hits.append(
-                        as_historical(f, "the plugin has since restarted and runs")
-                        if log.previous and health.healthy
-                        else f
-                    )
+            hits += [
+                as_historical(h.finding, "the plugin has since restarted and runs")
+                if h.previous and health.healthy
+                else h.finding
+                for h in shared.plugin_log_hits(node, match_logs)
+            ]
     hits = [h for h in hits if h.phase is phase]
     matched = {h.rule for h in hits}
     if health.state is not ph.PluginState.MISSING or (
@@ -127,11 +128,14 @@ def diagnose_node(
     return Diagnosis(target=target, verdict=decide_verdict(target, (result,)), phases=(result,))
 
 
-def scan_nodes(snapshot: Snapshot, *, options: WalkOptions | None = None) -> list[Diagnosis]:
+def scan_nodes(
+    snapshot: Snapshot, *, options: WalkOptions | None = None, shared: ScanContext | None = None
+) -> list[Diagnosis]:
     """Node-level publication problems: GPU nodes publishing nothing, unhealthy plugins,
     incomplete or invalid pools."""
     from dradiag.diagnosis.model import VerdictStatus
 
+    shared = shared or ScanContext.of(snapshot, optional_rulebook())
     by_node: dict[str, list[Any]] = {}
     try:
         from dradiag.analyses.pools import pool_problems
@@ -150,13 +154,12 @@ def scan_nodes(snapshot: Snapshot, *, options: WalkOptions | None = None) -> lis
     for node_obj in snapshot.nodes:
         if is_gpu_node(node_obj):
             nodes.add(name_of(node_obj))
-    for pod in snapshot.pods:
-        pod_node = (pod.get("spec") or {}).get("nodeName")
-        if pod_node and ph.is_plugin_pod(pod):
-            nodes.add(str(pod_node))
+    nodes.update(shared.plugins.nodes)
     out = []
     for node in sorted(nodes):
-        diagnosis = diagnose_node(snapshot, node, options=options, pool_problems_by_node=by_node)
+        diagnosis = diagnose_node(
+            snapshot, node, options=options, pool_problems_by_node=by_node, shared=shared
+        )
         if diagnosis.verdict.status is not VerdictStatus.OK:
             out.append(diagnosis)
     return out
