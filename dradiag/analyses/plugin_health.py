@@ -34,6 +34,7 @@ PLUGIN_MISSING = "DRA-PUB-PLUGIN-MISSING"
 PLUGIN_NO_GPU_CONTAINER = "DRA-PUB-PLUGIN-NO-GPU-CONTAINER"
 PLUGIN_INIT_WAITING = "DRA-PUB-PLUGIN-INIT-STUCK"
 PLUGIN_CRASHLOOP = "DRA-PUB-PLUGIN-CRASHLOOP"
+PLUGIN_NOT_RUNNING = "DRA-PUB-PLUGIN-NOT-RUNNING"
 PLUGIN_NOT_READY = "DRA-PUB-PLUGIN-NOT-READY"
 PLUGIN_RESTARTS = "DRA-PUB-PLUGIN-RESTARTS"
 RULE_IDS = (
@@ -41,6 +42,7 @@ RULE_IDS = (
     PLUGIN_NO_GPU_CONTAINER,
     PLUGIN_INIT_WAITING,
     PLUGIN_CRASHLOOP,
+    PLUGIN_NOT_RUNNING,
     PLUGIN_NOT_READY,
     PLUGIN_RESTARTS,
 )
@@ -53,7 +55,12 @@ class PluginState(StrEnum):
     NO_GPU_CONTAINER = "no-gpu-container"
     CRASH_LOOP = "crash-loop"
     INIT_WAITING = "init-waiting"
+    NOT_RUNNING = "not-running"
+    """``gpus`` is not running and not crash-looping: waiting (image pull, container
+    creation), terminated, or the pod was never scheduled or started."""
     NOT_READY = "not-ready"
+    """``gpus`` runs but is not ready: inside its startup probe's window (the chart has
+    no readiness probe; a plugin failing startup or liveness gets restarted)."""
     RESTARTING = "restarting"
     HEALTHY = "healthy"
     NOT_COLLECTED = "not-collected"
@@ -184,6 +191,32 @@ def _plugin_pods_collected(snapshot: Snapshot) -> bool:
     return _absence_proves(snapshot, any(is_plugin_pod(p) for p in snapshot.pods))
 
 
+def plugin_pod_node(pod: K8sObject) -> str | None:
+    """The node a plugin pod runs on, or is meant for: ``spec.nodeName``, else the single
+    node its DaemonSet pins it to (``matchFields metadata.name In [node]``), so a plugin
+    pod the scheduler cannot place still counts against its node."""
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName"):
+        return str(spec["nodeName"])
+    required = (
+        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        or {}
+    )
+    names = {
+        str(v)
+        for term in required.get("nodeSelectorTerms") or ()
+        if isinstance(term, Mapping)
+        for req in term.get("matchFields") or ()
+        if isinstance(req, Mapping)
+        and req.get("key") == "metadata.name"
+        and req.get("operator") == "In"
+        for v in req.get("values") or ()
+    }
+    return names.pop() if len(names) == 1 else None
+
+
 class PluginIndex:
     """The kubelet-plugin pods of one snapshot, recognised once and indexed by node.
 
@@ -202,9 +235,9 @@ class PluginIndex:
             if chart is None:
                 continue
             found = True
-            node = (pod.get("spec") or {}).get("nodeName")
+            node = plugin_pod_node(pod)
             if node:
-                by_node.setdefault(str(node), []).append((pod, chart))
+                by_node.setdefault(node, []).append((pod, chart))
         self._by_node = by_node
         self.any_plugin_pod = found
         """True when the snapshot holds any plugin pod, on a node or not."""
@@ -223,6 +256,23 @@ class PluginIndex:
     def collected(self) -> bool:
         """Whether a node without a plugin pod is evidence of a missing plugin."""
         return self._collected
+
+
+def _pod_reason(pod: K8sObject, terminated: Mapping[str, Any]) -> str:
+    """Why a pod's ``gpus`` has no running state when the container says nothing itself:
+    its termination reason, else the pod's phase and the PodScheduled reason."""
+    if terminated:
+        return f"terminated: {terminated.get('reason') or 'exit ' + str(terminated.get('exitCode'))}"
+    status = pod.get("status") or {}
+    phase = str(status.get("phase") or "no status")
+    for cond in status.get("conditions") or ():
+        if (
+            isinstance(cond, Mapping)
+            and cond.get("type") == "PodScheduled"
+            and cond.get("status") != "True"
+        ):
+            return f"{phase}, not scheduled: {cond.get('reason') or ''} {cond.get('message') or ''}".strip()
+    return phase
 
 
 def _pod_health(node: str, pod: K8sObject, chart: str | None) -> PluginHealth:
@@ -266,7 +316,13 @@ def _pod_health(node: str, pod: K8sObject, chart: str | None) -> PluginHealth:
             waiting_reason=str(detail.get("reason") or f"Init:0/{len(init)}"),
             **{**common, "message": str(detail.get("message") or "")},
         )
-    if "running" not in state or status.get("ready") is False:
+    if "running" not in state:
+        return PluginHealth(
+            state=PluginState.NOT_RUNNING,
+            waiting_reason=reason or _pod_reason(pod, terminated),
+            **common,
+        )
+    if status.get("ready") is False:
         return PluginHealth(state=PluginState.NOT_READY, waiting_reason=reason, **common)
     if restarts >= RESTART_WARNING_THRESHOLD:
         return PluginHealth(state=PluginState.RESTARTING, **common)
@@ -420,6 +476,25 @@ def plugin_findings(health: PluginHealth, *, blocking: bool, has_slices: bool) -
                 next=(
                     f"kubectl logs -n {ns} {name} -c {INIT_CONTAINER}  (look for 'Check failed' "
                     "and 'Hint:' lines)",
+                ),
+                identifiers=(("node", node), ("pod", health.pod_key)),
+            )
+        ]
+    if health.state is PluginState.NOT_RUNNING:
+        return [
+            Finding(
+                rule=PLUGIN_NOT_RUNNING,
+                phase=Phase.PUBLICATION,
+                severity=error,
+                title="the gpu.nvidia.com kubelet plugin is not running",
+                detail=f"Container {GPU_CONTAINER} of {health.pod_key} on node {node} is not running"
+                + (f" ({health.waiting_reason})" if health.waiting_reason else "")
+                + ": the driver is not registered there, so nothing publishes or prepares its "
+                "GPUs until it starts.",
+                evidence=_pod_evidence(health),
+                next=(
+                    f"kubectl describe pod -n {namespace_of(pod)} {name_of(pod)}  (Events: image "
+                    "pull, volume mount, scheduling)",
                 ),
                 identifiers=(("node", node), ("pod", health.pod_key)),
             )

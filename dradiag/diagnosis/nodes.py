@@ -36,10 +36,29 @@ GPU_NODE_LABELS: Mapping[str, str] = {
 """Labels the kubelet-plugin DaemonSet's node affinity accepts (nvidia-driver-facts §5.1)."""
 
 
-def is_gpu_node(node: K8sObject) -> bool:
-    """True when NFD or the GPU Operator labelled the node as having NVIDIA GPUs."""
+GPU_EXTENDED_RESOURCE = "nvidia.com/gpu"
+"""The extended resource the NVIDIA device plugin (or DRA's extendedResourceName) counts."""
+
+
+def gpu_node_evidence(node: K8sObject) -> str | None:
+    """What shows the node has NVIDIA GPUs (a label, or a nonzero ``nvidia.com/gpu`` in
+    capacity or allocatable), or None."""
     labels = (node.get("metadata") or {}).get("labels") or {}
-    return any(str(labels.get(k)).lower() == v.lower() for k, v in GPU_NODE_LABELS.items())
+    for key, value in GPU_NODE_LABELS.items():
+        if str(labels.get(key)).lower() == value.lower():
+            return f"label {key}={labels.get(key)}"
+    status = node.get("status") or {}
+    for field in ("capacity", "allocatable"):
+        amount = str((status.get(field) or {}).get(GPU_EXTENDED_RESOURCE) or "0").strip()
+        if amount not in ("", "0"):
+            return f"status.{field}[{GPU_EXTENDED_RESOURCE}]={amount}"
+    return None
+
+
+def is_gpu_node(node: K8sObject) -> bool:
+    """True when NFD or the GPU Operator labelled the node as having NVIDIA GPUs, or the
+    node advertises ``nvidia.com/gpu`` capacity."""
+    return gpu_node_evidence(node) is not None
 
 
 def diagnose_node(
@@ -76,7 +95,7 @@ def diagnose_node(
                 title="the node publishes no ResourceSlice for the driver",
                 detail=f"Node {node} "
                 + (
-                    "is labelled as an NVIDIA GPU node"
+                    f"advertises NVIDIA GPUs ({gpu_node_evidence(node_obj)})"
                     if node_obj is not None and is_gpu_node(node_obj)
                     else "runs a DRA kubelet-plugin pod"
                 )
