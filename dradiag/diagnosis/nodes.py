@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -68,6 +69,7 @@ def diagnose_node(
     options: WalkOptions | None = None,
     pool_problems_by_node: Mapping[str, Sequence[Any]] | None = None,
     shared: ScanContext | None = None,
+    extra: Sequence[Finding] = (),
 ) -> Diagnosis:
     """The publication phase of one node: slices, pools, the kubelet plugin and its logs.
 
@@ -140,6 +142,7 @@ def diagnose_node(
             if f.rule not in matched
         ]
     findings += hits
+    findings += extra
     for problem in (pool_problems_by_node or {}).get(node, ()):
         findings.append(pool_finding(problem, blocking=True))
     result = phase_result(rulebook, phase, findings, PhaseStatus.OK, NVIDIA_DRIVER)
@@ -174,11 +177,80 @@ def scan_nodes(
         if is_gpu_node(node_obj):
             nodes.add(name_of(node_obj))
     nodes.update(shared.plugins.nodes)
+    orphans, unplaced = orphan_plugin_log_findings(snapshot, shared)
+    nodes.update(orphans)
     out = []
     for node in sorted(nodes):
         diagnosis = diagnose_node(
-            snapshot, node, options=options, pool_problems_by_node=by_node, shared=shared
+            snapshot,
+            node,
+            options=options,
+            pool_problems_by_node=by_node,
+            shared=shared,
+            extra=orphans.get(node, ()),
+        )
+        if diagnosis.verdict.status is not VerdictStatus.OK:
+            out.append(diagnosis)
+    for (namespace, pod), found in sorted(unplaced.items()):
+        result = phase_result(shared.rulebook, Phase.PUBLICATION, found, PhaseStatus.OK)
+        target = Target(kind="Pod", namespace=namespace or None, name=pod)
+        diagnosis = Diagnosis(
+            target=target, verdict=decide_verdict(target, (result,)), phases=(result,)
         )
         if diagnosis.verdict.status is not VerdictStatus.OK:
             out.append(diagnosis)
     return out
+
+
+_SLICE_NAME_NODE = re.compile(
+    r"\b(?:[0-9a-f]{5}-gpu\.nvidia\.com-(?P<new>[a-z0-9][a-z0-9.-]*)-[a-z0-9]{5}"
+    r"|(?P<old>[a-z0-9][a-z0-9.-]*)-gpu\.nvidia\.com-[a-z0-9]{5})\b"
+)
+"""A gpu.nvidia.com slice name and the node in it: ``<5-hex>-gpu.nvidia.com-<node>-<rand>``
+from v0.4, ``<node>-gpu.nvidia.com-<rand>`` before (nvidia-driver-facts §1.1, §10)."""
+
+
+def _node_of_log_hit(captures: Mapping[str, str], excerpt: str) -> str | None:
+    """The node a plugin log line is about: a ``node`` or ``pool`` capture (the driver's
+    pool is its node), else the node inside a slice name the line quotes."""
+    for key in ("node", "pool"):
+        if captures.get(key):
+            return str(captures[key])
+    found = _SLICE_NAME_NODE.search(excerpt)
+    if found is None:
+        return None
+    return found.group("new") or found.group("old")
+
+
+def orphan_plugin_log_findings(
+    snapshot: Snapshot, shared: ScanContext
+) -> tuple[dict[str, list[Finding]], dict[tuple[str, str], list[Finding]]]:
+    """Publication findings in plugin logs whose pod object is not in the snapshot.
+
+    A support case often holds the plugin's log and little else (``<pod>_gpus.log``
+    pasted beside a claim); its lines still prove that the API server rejects the
+    node's ResourceSlices or that the plugin cannot start. Returned by the node the
+    line names (slice name, pool, node capture) and, where none can be told, by
+    ``(namespace, pod)``, so scan never reads such a log as "nothing unhealthy".
+    """
+    match_logs = optional_matcher("match_logs")
+    if shared.rulebook is None or match_logs is None:
+        return {}, {}
+    by_node: dict[str, list[Finding]] = {}
+    unplaced: dict[tuple[str, str], list[Finding]] = {}
+    for log in snapshot.logs:
+        if log.container not in (ph.GPU_CONTAINER, ph.INIT_CONTAINER):
+            continue
+        namespace = log.namespace or ""
+        if snapshot.pod(namespace, log.pod) is not None:
+            continue  # the pod's own walk (plugin or workload) reads this log
+        for hit in match_logs(shared.rulebook, [log]):
+            finding = hit.to_finding()
+            if finding.phase is not Phase.PUBLICATION:
+                continue
+            node = _node_of_log_hit(hit.captures, hit.evidence.excerpt)
+            if node:
+                by_node.setdefault(node, []).append(finding)
+            else:
+                unplaced.setdefault((namespace, log.pod), []).append(finding)
+    return by_node, unplaced
