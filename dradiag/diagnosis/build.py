@@ -231,7 +231,8 @@ def _quick_healthy(snapshot: Snapshot, claim: K8sObject) -> bool:
         if not wiring.is_reserved_for(claim, pod):
             return False
         names = pod_claim_names_for(snapshot, pod, claim)
-        if not wiring.analyze_pod_wiring(pod, claim, names).wired:
+        # Any wiring finding (not wired, or a request name the claim lacks) needs the walk.
+        if wiring.wiring_findings(wiring.analyze_pod_wiring(pod, claim, names), claim):
             return False
         if any(int(cs.get("restartCount") or 0) for cs in container_statuses(pod)):
             return False
@@ -256,7 +257,7 @@ def scan(
     from dradiag.diagnosis.model import VerdictStatus
 
     base = options or WalkOptions()
-    options = WalkOptions(now=base.now, stuck_after=base.stuck_after, simulate=False)
+    options = WalkOptions(now=base.now, stuck_after=base.stuck_after, simulate=base.simulate)
     shared = ScanContext.of(snapshot, optional_rulebook())
     out: list[Diagnosis] = []
     for claim in snapshot.claims:

@@ -12,12 +12,15 @@ snapshots in one process never share an answer.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dradiag.analyses import plugin_health as ph
-from dradiag.snapshot.model import K8sObject, Snapshot
-from dradiag.vocabulary import Finding
+from dradiag.snapshot.model import K8sObject, Snapshot, key_of
+from dradiag.vocabulary import Evidence, Finding
+
+Simulated = tuple[list[Finding], list[str]]
+"""The allocation simulator's findings for a claim, and the nodes where it fits now."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,7 @@ class ScanContext:
     _health: dict[str, ph.PluginHealth] = field(default_factory=dict)
     _object_hits: dict[str, list[Finding]] = field(default_factory=dict)
     _log_hits: dict[str, list[PluginLogHit]] = field(default_factory=dict)
+    _simulations: dict[bytes, tuple[str, Simulated | None]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, snapshot: Snapshot, rulebook: Any | None) -> ScanContext:
@@ -83,3 +87,61 @@ class ScanContext:
                     ]
             self._log_hits[node] = hits
         return hits
+
+    def simulation(
+        self, claim: K8sObject, simulate: Callable[[], Simulated | None]
+    ) -> Simulated | None:
+        """The simulator's answer for a pending ``claim``, run once per distinct spec.
+
+        The allocator's outcome for an unallocated claim depends on its spec and the
+        cluster, not on its name: thousands of pending claims from one template get one
+        simulation (on every node), its findings re-addressed to each claim.
+        """
+        key = _spec_key(claim)
+        if key is None:
+            return simulate()
+        cached = self._simulations.get(key)
+        if cached is None:
+            result = simulate()
+            self._simulations[key] = (key_of(claim), result)
+            return result
+        first, result = cached
+        if result is None:
+            return None
+        findings, fits = result
+        return [_readdressed(f, first, key_of(claim)) for f in findings], list(fits)
+
+
+def _spec_key(claim: K8sObject) -> bytes | None:
+    """The claim's spec, canonically serialised; None when it cannot be."""
+    import orjson
+
+    try:
+        return bytes(orjson.dumps(claim.get("spec"), option=orjson.OPT_SORT_KEYS))
+    except TypeError:
+        return None
+
+
+def _readdressed(finding: Finding, old: str, new: str) -> Finding:
+    """``finding`` with the claim it was computed for (``ns/name``) replaced by ``new``."""
+    if old == new:
+        return finding
+    import re
+
+    # Whole keys only: team-0/claim-5 must not rewrite a holder named team-0/claim-50.
+    pattern = re.compile(r"(?<![\w.-])" + re.escape(old) + r"(?![\w.-])")
+
+    def swap(text: str) -> str:
+        return pattern.sub(lambda _m: new, text)
+
+    return replace(
+        finding,
+        title=swap(finding.title),
+        detail=swap(finding.detail),
+        evidence=tuple(
+            Evidence(source=e.source, ref=swap(e.ref), excerpt=swap(e.excerpt))
+            for e in finding.evidence
+        ),
+        next=tuple(swap(n) for n in finding.next),
+        identifiers=tuple((layer, swap(value)) for layer, value in finding.identifiers),
+    )
