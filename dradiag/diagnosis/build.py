@@ -57,6 +57,7 @@ from dradiag.diagnosis.phases.workload import phase_workload
 from dradiag.diagnosis.resolve import is_synthesized, pod_claim_names_for, resolve_pod_claims
 from dradiag.diagnosis.rule_ids import CODE_RULE_IDS, NOT_COLLECTED, PHASE_CODE
 from dradiag.diagnosis.scan_context import ScanContext
+from dradiag.diagnosis.unresolved import diagnose_unresolved
 from dradiag.diagnosis.verdict import CROSS_CLAIM_CAUSE_RULES, decide_verdict
 from dradiag.errors import UsageError
 from dradiag.snapshot.model import (
@@ -198,6 +199,8 @@ def diagnose_pod(
             continue
         pods = [pod] if pc.synthesized else None
         out.append(walk_claim(snapshot, pc.claim, options=options, pods=pods))
+    if (unresolved := diagnose_unresolved(snapshot, pod)) is not None:
+        out.append(unresolved)
     return out
 
 
@@ -273,6 +276,9 @@ def scan(
             continue
         if not (pod.get("spec") or {}).get("resourceClaims") or pod_done(pod):
             continue
+        if (unresolved := diagnose_unresolved(snapshot, pod)) is not None:
+            if unresolved.verdict.status is not VerdictStatus.OK:
+                out.append(unresolved)
         for pc in resolve_pod_claims(snapshot, pod):
             if pc.synthesized and pc.claim is not None:
                 diagnosis = walk_claim(

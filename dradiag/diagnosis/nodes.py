@@ -20,6 +20,7 @@ from dradiag.diagnosis.scan_context import ScanContext
 from dradiag.diagnosis.rule_ids import PUB_NODE_NO_SLICES
 from dradiag.diagnosis.verdict import decide_verdict
 from dradiag.snapshot.model import (
+    Coverage,
     K8sObject,
     Kind,
     Snapshot,
@@ -86,7 +87,7 @@ def diagnose_node(
     node_obj = snapshot.node(node)
     if (
         not node_slices
-        and snapshot.is_collected(Kind.RESOURCE_SLICE)
+        and snapshot.coverage[Kind.RESOURCE_SLICE].coverage is Coverage.COLLECTED
         and ((node_obj is not None and is_gpu_node(node_obj)) or health.pod is not None)
     ):
         findings.append(

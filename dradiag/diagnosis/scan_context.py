@@ -132,7 +132,7 @@ def _readdressed(finding: Finding, old: str, new: str) -> Finding:
     pattern = re.compile(r"(?<![\w.-])" + re.escape(old) + r"(?![\w.-])")
 
     def swap(text: str) -> str:
-        return pattern.sub(lambda _m: new, text)
+        return pattern.sub(lambda _m: new, text) if old in text else text
 
     return replace(
         finding,
