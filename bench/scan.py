@@ -92,7 +92,17 @@ def main() -> None:
             dec, _rss, _code, _out = _child([sys.executable, "-c", decode, str(snap)])
             try:
                 wall, rss, code, stdout = _child(
-                    ["timeout", str(args.timeout), exe, "scan", "-A", "--from", str(snap), "-o", "json"]
+                    [
+                        "timeout",
+                        str(args.timeout),
+                        exe,
+                        "scan",
+                        "-A",
+                        "--from",
+                        str(snap),
+                        "-o",
+                        "json",
+                    ]
                 )
             except OSError as exc:  # pragma: no cover - no `timeout` binary
                 print(f"{shape:<13}{nodes:>7}  failed: {exc}")

@@ -143,7 +143,9 @@ def plugin_chart_name(pod: K8sObject) -> str | None:
         chart = _image_chart(container.get("image"))
         if chart is None:
             continue
-        command = " ".join(str(c) for c in [*(container.get("command") or ()), *(container.get("args") or ())])
+        command = " ".join(
+            str(c) for c in [*(container.get("command") or ()), *(container.get("args") or ())]
+        )
         if daemonset or any(binary in command for binary in PLUGIN_BINARIES):
             return chart
     return None
@@ -198,12 +200,9 @@ def plugin_pod_node(pod: K8sObject) -> str | None:
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
         return str(spec["nodeName"])
-    required = (
-        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-        or {}
-    )
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     names = {
         str(v)
         for term in required.get("nodeSelectorTerms") or ()
@@ -262,7 +261,9 @@ def _pod_reason(pod: K8sObject, terminated: Mapping[str, Any]) -> str:
     """Why a pod's ``gpus`` has no running state when the container says nothing itself:
     its termination reason, else the pod's phase and the PodScheduled reason."""
     if terminated:
-        return f"terminated: {terminated.get('reason') or 'exit ' + str(terminated.get('exitCode'))}"
+        return (
+            f"terminated: {terminated.get('reason') or 'exit ' + str(terminated.get('exitCode'))}"
+        )
     status = pod.get("status") or {}
     phase = str(status.get("phase") or "no status")
     for cond in status.get("conditions") or ():

@@ -16,8 +16,8 @@ from dradiag.diagnosis.context import (
 from dradiag.diagnosis.findings import as_historical, phase_result
 from dradiag.diagnosis.model import Diagnosis, Target
 from dradiag.diagnosis.phases.publication import pool_finding, pool_rules
-from dradiag.diagnosis.scan_context import ScanContext
 from dradiag.diagnosis.rule_ids import PUB_NODE_NO_SLICES
+from dradiag.diagnosis.scan_context import ScanContext
 from dradiag.diagnosis.verdict import decide_verdict
 from dradiag.snapshot.model import (
     Coverage,

@@ -59,9 +59,7 @@ class ScanContext:
             self._health[node] = health
         return health
 
-    def plugin_object_hits(
-        self, node: str, match_objects: Callable[..., Any]
-    ) -> list[Finding]:
+    def plugin_object_hits(self, node: str, match_objects: Callable[..., Any]) -> list[Finding]:
         """Object-rule findings on ``node``'s plugin pod, matched once per scan."""
         hits = self._object_hits.get(node)
         if hits is None:

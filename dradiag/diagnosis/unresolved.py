@@ -10,18 +10,28 @@ cannot be told apart from a read failure, so the verdict is inconclusive instead
 
 from __future__ import annotations
 
-from dradiag.diagnosis.context import optional_rulebook, pod_done, pod_key, pod_started, pod_terminating
+from dradiag.diagnosis.context import (
+    optional_rulebook,
+    pod_done,
+    pod_key,
+    pod_started,
+    pod_terminating,
+)
 from dradiag.diagnosis.findings import phase_result
 from dradiag.diagnosis.model import Diagnosis, Target
 from dradiag.diagnosis.resolve import PodClaim, Resolution, resolve_pod_claims
 from dradiag.diagnosis.rule_ids import ALLOC_CLAIM_NOT_CREATED, NOT_COLLECTED
 from dradiag.diagnosis.verdict import decide_verdict
-from dradiag.snapshot.model import Kind, K8sObject, Snapshot, name_of, namespace_of, uid_of
+from dradiag.snapshot.model import K8sObject, Kind, Snapshot, name_of, namespace_of, uid_of
 from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 
 def _missing_kind(pc: PodClaim) -> Kind:
-    return Kind.RESOURCE_CLAIM if pc.claim_name or not pc.template_name else Kind.RESOURCE_CLAIM_TEMPLATE
+    return (
+        Kind.RESOURCE_CLAIM
+        if pc.claim_name or not pc.template_name
+        else Kind.RESOURCE_CLAIM_TEMPLATE
+    )
 
 
 def _finding(snapshot: Snapshot, pod: K8sObject, pc: PodClaim) -> Finding:

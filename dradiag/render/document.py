@@ -155,12 +155,13 @@ def diagnosis_document(
 
 
 def diagnoses_document(
-    items: Sequence[Mapping[str, Any]], collection: Mapping[str, Any] | None = None
+    items: Sequence[Mapping[str, Any]], collection: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The ``dradiag.diagnoses/v1`` document for ``pod`` and ``scan``: a list of diagnoses,
     and the ``collection`` block of the snapshot they come from, which says what could not
     be read even when the list is empty."""
-    doc: dict[str, Any] = {"schemaVersion": DIAGNOSES_SCHEMA_VERSION, "items": list(items)}
-    if collection is not None:
-        doc["collection"] = dict(collection)
-    return doc
+    return {
+        "schemaVersion": DIAGNOSES_SCHEMA_VERSION,
+        "items": list(items),
+        "collection": dict(collection),
+    }

@@ -209,7 +209,10 @@ def render_scan(doc: Mapping[str, Any], *, color: bool = False, width: int | Non
     if not items:
         if unread:
             console.print(
-                Text(f"inconclusive: nothing unhealthy in what was read, but could not read {gaps}", style="yellow")
+                Text(
+                    f"inconclusive: nothing unhealthy in what was read, but could not read {gaps}",
+                    style="yellow",
+                )
             )
         else:
             console.print(Text("nothing unhealthy found", style="green"))

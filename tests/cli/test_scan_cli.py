@@ -152,7 +152,9 @@ def test_scan_plugin_log_naming_no_node_gets_a_pod_row(tmp_path, capsys):
 
 
 def test_scan_healthy_plugin_log_is_no_row(tmp_path, capsys):
-    synced = 'I0601 10:00:03.1 1 resourceslicecontroller.go:634] "ResourceSlice informer has synced"\n'
+    synced = (
+        'I0601 10:00:03.1 1 resourceslicecontroller.go:634] "ResourceSlice informer has synced"\n'
+    )
     root = k8s.write_input(
         tmp_path / "in",
         objects={"resourceslices": [k8s.resource_slice(node="gpu-node-3")]},
