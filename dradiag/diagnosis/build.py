@@ -59,7 +59,7 @@ from dradiag.diagnosis.rule_ids import CODE_RULE_IDS, NOT_COLLECTED, PHASE_CODE
 from dradiag.diagnosis.scan_context import ScanContext
 from dradiag.diagnosis.unresolved import diagnose_unresolved
 from dradiag.diagnosis.verdict import CROSS_CLAIM_CAUSE_RULES, decide_verdict
-from dradiag.errors import UsageError
+from dradiag.errors import TargetUnreadable, UsageError
 from dradiag.snapshot.model import (
     Coverage,
     K8sObject,
@@ -175,6 +175,12 @@ def diagnose_claim(
     claim = snapshot.claim(namespace, name)
     if claim is None:
         where = snapshot.source.location or snapshot.source.kind
+        refused = _refused_read(snapshot, "resourceclaims", namespace, name)
+        if refused is not None:
+            raise TargetUnreadable(
+                f"ResourceClaim {namespace}/{name} could not be read ({refused}); "
+                "it may exist: rerun with get on resourceclaims.resource.k8s.io"
+            )
         coverage = snapshot.coverage[Kind.RESOURCE_CLAIM]
         hint = (
             f" (ResourceClaims were not collected: {coverage.reason})"
@@ -183,6 +189,19 @@ def diagnose_claim(
         )
         raise UsageError(f"ResourceClaim {namespace}/{name} not found in {where}{hint}")
     return walk_claim(snapshot, claim, options=options)
+
+
+def _refused_read(snapshot: Snapshot, resource: str, namespace: str, name: str) -> str | None:
+    """Why the read of ``resource`` ``namespace/name`` failed (a 403, a timeout), or None:
+    the failed get of the object itself, or a failed list that would have held it."""
+    for err in snapshot.errors:
+        if err.resource != resource or (err.status is not None and err.status == 404):
+            continue
+        if err.name not in (None, "", name) or err.namespace not in (None, "", namespace):
+            continue
+        status = f" {err.status}" if err.status else ""
+        return f"{err.verb}{status}: {err.reason}"
+    return None
 
 
 def diagnose_pod(

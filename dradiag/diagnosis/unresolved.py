@@ -22,7 +22,15 @@ from dradiag.diagnosis.model import Diagnosis, Target
 from dradiag.diagnosis.resolve import PodClaim, Resolution, resolve_pod_claims
 from dradiag.diagnosis.rule_ids import ALLOC_CLAIM_NOT_CREATED, NOT_COLLECTED
 from dradiag.diagnosis.verdict import decide_verdict
-from dradiag.snapshot.model import K8sObject, Kind, Snapshot, name_of, namespace_of, uid_of
+from dradiag.snapshot.model import (
+    Coverage,
+    K8sObject,
+    Kind,
+    Snapshot,
+    name_of,
+    namespace_of,
+    uid_of,
+)
 from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
 
 
@@ -66,13 +74,19 @@ def _finding(snapshot: Snapshot, pod: K8sObject, pc: PodClaim) -> Finding:
             next=(get,),
             identifiers=(("pod UID", uid_of(pod)),),
         )
+    why = (
+        f"and it cannot exist: {record.reason or 'the API server does not serve it'} "
+        "(DRA is not enabled on this cluster)"
+        if record.coverage is Coverage.ABSENT
+        else "and it does not exist"
+    )
     return Finding(
         rule=ALLOC_CLAIM_NOT_CREATED,
         phase=Phase.ALLOCATION,
         severity=Severity.ERROR,
         title="the pod's ResourceClaim does not exist",
         detail=f"Pod {pod_key(pod)} needs {missing} for pod claim {pc.pod_claim_name!r}, "
-        "and it does not exist: nothing can be allocated for the pod, so it stays pending "
+        f"{why}: nothing can be allocated for the pod, so it stays pending "
         "(the scheduler reports 'could not find ResourceClaim' or 'ResourceClaim not created "
         "yet'). Create it, or fix the name in the pod spec.",
         evidence=(Evidence(source=EvidenceSource.OBJECT, ref=ref, excerpt=pc.note),),
