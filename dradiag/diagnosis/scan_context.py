@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dradiag.analyses import plugin_health as ph
-from dradiag.snapshot.model import K8sObject, Snapshot, key_of
+from dradiag.snapshot.model import K8sObject, Snapshot, key_of, namespace_of
 from dradiag.vocabulary import Evidence, Finding
 
 Simulated = tuple[list[Finding], list[str]]
@@ -45,6 +45,7 @@ class ScanContext:
     _object_hits: dict[str, list[Finding]] = field(default_factory=dict)
     _log_hits: dict[str, list[PluginLogHit]] = field(default_factory=dict)
     _simulations: dict[bytes, tuple[str, Simulated | None]] = field(default_factory=dict)
+    _selections: dict[tuple[str, bytes], tuple[str, list[Finding]]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, snapshot: Snapshot, rulebook: Any | None) -> ScanContext:
@@ -108,6 +109,21 @@ class ScanContext:
             return None
         findings, fits = result
         return [_readdressed(f, first, key_of(claim)) for f in findings], list(fits)
+
+    def selection(self, claim: K8sObject, analyse: Callable[[], list[Finding]]) -> list[Finding]:
+        """The selection analysis of ``claim``, run once per distinct spec in a namespace
+        (classes and selectors decide it, not the claim's name), re-addressed to it."""
+        spec = _spec_key(claim)
+        if spec is None:
+            return analyse()
+        key = (namespace_of(claim), spec)
+        cached = self._selections.get(key)
+        if cached is None:
+            findings = analyse()
+            self._selections[key] = (key_of(claim), findings)
+            return list(findings)
+        first, findings = cached
+        return [_readdressed(f, first, key_of(claim)) for f in findings]
 
 
 def _spec_key(claim: K8sObject) -> bytes | None:

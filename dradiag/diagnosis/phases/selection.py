@@ -26,6 +26,20 @@ def _selection_analysis(walk: ClaimWalk) -> list[Finding] | None:
     to_findings = getattr(selection, "selection_findings", None)
     if analyze is None or to_findings is None:
         return None
+    if walk.shared is not None and not walk.synthesized:
+        # One analysis per distinct spec in a namespace, its findings re-addressed to each
+        # claim, so scan says exactly what ``claim`` says (ScanContext.selection).
+        def compute() -> list[Finding]:
+            result = analyze(
+                walk.snapshot,
+                walk.claim.get("spec") or {},
+                namespace=namespace_of(walk.claim),
+                claim_name=name_of(walk.claim),
+                builtin_classes_fallback=False,
+            )
+            return list(to_findings(result))
+
+        return walk.shared.selection(walk.claim, compute)
     key = None
     if walk.selection_cache is not None:
         import json
