@@ -140,14 +140,14 @@ def plugin_chart_name(pod: K8sObject) -> str | None:
         if name.startswith(f"{chart}-kubelet-plugin-"):
             return chart
     for container in _containers(pod):
-        chart = _image_chart(container.get("image"))
-        if chart is None:
+        by_image = _image_chart(container.get("image"))
+        if by_image is None:
             continue
         command = " ".join(
             str(c) for c in [*(container.get("command") or ()), *(container.get("args") or ())]
         )
         if daemonset or any(binary in command for binary in PLUGIN_BINARIES):
-            return chart
+            return by_image
     return None
 
 

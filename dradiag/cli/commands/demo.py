@@ -18,7 +18,7 @@ from dradiag.cli.options import NoColor, Output, OutputFormat
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from dradiag.snapshot.model import Snapshot
+    from dradiag.snapshot.model import CollectionError, Snapshot
 
 SAMPLE_FILE = "sample.yaml"
 
@@ -126,7 +126,7 @@ def demo(
     docs = []
     texts = []
     unexpected = []
-    errors = []
+    errors: list[CollectionError] = []
     for sample in samples:
         snapshot = load_sample(samples_root() / sample["name"])
         errors += snapshot.errors
