@@ -141,13 +141,15 @@ def plugin_chart_name(pod: K8sObject) -> str | None:
             return chart
     for container in _containers(pod):
         by_image = _image_chart(container.get("image"))
-        if by_image is None:
-            continue
         command = " ".join(
             str(c) for c in [*(container.get("command") or ()), *(container.get("args") or ())]
         )
-        if daemonset or any(binary in command for binary in PLUGIN_BINARIES):
+        runs_plugin = any(binary in command for binary in PLUGIN_BINARIES)
+        if by_image is not None and (daemonset or runs_plugin):
             return by_image
+        if container.get("name") == GPU_CONTAINER and PLUGIN_BINARIES[0] in command:
+            # A mirrored or rebuilt image: the container and its binary still say it.
+            return CHART_NAMES[0]
     return None
 
 
