@@ -295,10 +295,11 @@ def scan(
             continue
         if not (pod.get("spec") or {}).get("resourceClaims") or pod_done(pod):
             continue
-        if (unresolved := diagnose_unresolved(snapshot, pod)) is not None:
+        resolved = resolve_pod_claims(snapshot, pod)
+        if (unresolved := diagnose_unresolved(snapshot, pod, resolved)) is not None:
             if unresolved.verdict.status is not VerdictStatus.OK:
                 out.append(unresolved)
-        for pc in resolve_pod_claims(snapshot, pod):
+        for pc in resolved:
             if pc.synthesized and pc.claim is not None:
                 diagnosis = walk_claim(
                     snapshot, pc.claim, options=options, pods=[pod], shared=shared

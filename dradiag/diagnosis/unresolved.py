@@ -10,6 +10,8 @@ cannot be told apart from a read failure, so the verdict is inconclusive instead
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dradiag.diagnosis.context import (
     optional_rulebook,
     pod_done,
@@ -95,20 +97,25 @@ def _finding(snapshot: Snapshot, pod: K8sObject, pc: PodClaim) -> Finding:
     )
 
 
-def unresolved_claims(snapshot: Snapshot, pod: K8sObject) -> list[PodClaim]:
-    """The pod's claim entries that resolve to no claim, while the pod still waits for it."""
+def unresolved_claims(
+    snapshot: Snapshot, pod: K8sObject, resolved: Sequence[PodClaim] | None = None
+) -> list[PodClaim]:
+    """The pod's claim entries that resolve to no claim, while the pod still waits for it;
+    ``resolved``: the pod's ``resolve_pod_claims`` when the caller has it already."""
     if pod_done(pod) or pod_terminating(pod) or pod_started(pod):
         return []
     return [
         pc
-        for pc in resolve_pod_claims(snapshot, pod)
+        for pc in (resolve_pod_claims(snapshot, pod) if resolved is None else resolved)
         if pc.claim is None and pc.resolution is Resolution.UNRESOLVED
     ]
 
 
-def diagnose_unresolved(snapshot: Snapshot, pod: K8sObject) -> Diagnosis | None:
+def diagnose_unresolved(
+    snapshot: Snapshot, pod: K8sObject, resolved: Sequence[PodClaim] | None = None
+) -> Diagnosis | None:
     """The pod's diagnosis when a claim or template it names is missing, else None."""
-    missing = unresolved_claims(snapshot, pod)
+    missing = unresolved_claims(snapshot, pod, resolved)
     if not missing:
         return None
     findings = [_finding(snapshot, pod, pc) for pc in missing]
