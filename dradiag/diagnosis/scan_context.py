@@ -138,8 +138,8 @@ def _spec_key(claim: K8sObject) -> bytes | None:
 
 def _readdressed(finding: Finding, old: str, new: str) -> Finding:
     """``finding`` with the claim it was computed for (``ns/name``) replaced by ``new``."""
-    if old == new:
-        return finding
+    if old == new or not _mentions(finding, old):
+        return finding  # shared, not copied: 60,000 pending claims, one finding object
     import re
 
     # Whole keys only: team-0/claim-5 must not rewrite a holder named team-0/claim-50.
@@ -159,3 +159,11 @@ def _readdressed(finding: Finding, old: str, new: str) -> Finding:
         next=tuple(swap(n) for n in finding.next),
         identifiers=tuple((layer, swap(value)) for layer, value in finding.identifiers),
     )
+
+
+def _mentions(finding: Finding, key: str) -> bool:
+    """Whether any text of ``finding`` contains ``key`` (then it must be re-addressed)."""
+    texts = [finding.title, finding.detail, *finding.next]
+    texts += [t for e in finding.evidence for t in (e.ref, e.excerpt)]
+    texts += [value for _layer, value in finding.identifiers]
+    return any(key in t for t in texts)
