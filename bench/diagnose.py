@@ -70,8 +70,20 @@ def _gpu(node_index: int, minor: int) -> dict[str, Any]:
     }
 
 
-def build(out: Path, nodes: int) -> None:
-    """Write the snapshot directory (one JSON List per kind, plus collection.json)."""
+def build(
+    out: Path,
+    nodes: int,
+    *,
+    claims_total: int = CLAIMS,
+    events_total: int = EVENTS,
+    plugin_labels: bool = True,
+) -> None:
+    """Write the snapshot directory (one JSON List per kind, plus collection.json).
+
+    ``bench/scan.py`` scales claims and events with the node count, and with
+    ``plugin_labels=False`` writes plugin pods that nothing recognises as such (a
+    relabelled DaemonSet), the shape where every node's plugin look-up finds nothing.
+    """
     out.mkdir(parents=True, exist_ok=True)
     collected_at = "2026-05-01T12:00:00Z"
     node_objs, slices, plugins = [], [], []
@@ -101,12 +113,18 @@ def build(out: Path, nodes: int) -> None:
         plugins.append(
             {
                 "metadata": {
-                    "name": f"dra-driver-nvidia-gpu-kubelet-plugin-{i:05x}",
+                    "name": f"dra-driver-nvidia-gpu-kubelet-plugin-{i:05x}"
+                    if plugin_labels
+                    else f"gpu-plugin-{i:05x}",
                     "namespace": "dra-driver-nvidia-gpu",
                     "uid": f"plugin-{i}",
-                    "labels": {"dra-driver-nvidia-gpu-component": "kubelet-plugin"},
+                    "labels": {"dra-driver-nvidia-gpu-component": "kubelet-plugin"}
+                    if plugin_labels
+                    else {"app": "gpu-plugin"},
                 },
-                "spec": {"nodeName": name, "containers": [{"name": "gpus"}]},
+                "spec": {"nodeName": name, "containers": [{"name": "gpus"}]}
+                if plugin_labels
+                else {"nodeName": name, "containers": [{"name": "plugin"}]},
                 "status": {
                     "phase": "Running",
                     "containerStatuses": [
@@ -122,7 +140,7 @@ def build(out: Path, nodes: int) -> None:
         )
     total_gpus = nodes * GPUS_PER_NODE
     claims, pods, events = [], [], []
-    for c in range(CLAIMS):
+    for c in range(claims_total):
         ns = f"team-{c % 50}"
         name = f"claim-{c}"
         claim_uid = f"c{c:07d}-0000-4000-8000-000000000000"
@@ -215,8 +233,8 @@ def build(out: Path, nodes: int) -> None:
     pods += plugins
     broken_ns, broken_name = BROKEN_CLAIM
     broken_index = int(broken_name.split("-")[1])
-    for e in range(EVENTS):
-        c = e % CLAIMS
+    for e in range(events_total):
+        c = e % claims_total
         ns = f"team-{c % 50}"
         reason, message, etype = (
             (
@@ -224,10 +242,10 @@ def build(out: Path, nodes: int) -> None:
                 f"Successfully assigned {ns}/job-{c} to {_node(c // GPUS_PER_NODE)}",
                 "Normal",
             )
-            if e < CLAIMS
+            if e < claims_total
             else ("Started", "Started container main", "Normal")
         )
-        if c == broken_index and e >= CLAIMS:
+        if c == broken_index and e >= claims_total:
             reason, etype = "FailedPrepareDynamicResources", "Warning"
             message = (
                 "Failed to prepare dynamic resources: prepare dynamic resources: "

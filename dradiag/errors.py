@@ -4,8 +4,11 @@
     ├── UsageError               bad arguments or flag combinations          (exit 2)
     ├── InputError               unreadable or malformed input; carries path,
     │                            line and column where they are known        (exit 2)
-    └── ClusterUnreachable       the API server could not be reached or timed
-                                 out before any evidence was read            (exit 3)
+    ├── ClusterUnreachable       the API server could not be reached or timed
+    │                            out before any evidence was read            (exit 3)
+    └── TargetUnreadable         the object asked about could not be read
+                                 (forbidden, timed out): neither found nor
+                                 missing, so nothing can be said             (exit 4)
 
 "Broken" (exit 1) and "inconclusive" (exit 4) are results, not exceptions: they come
 from the Diagnosis, and only ``cli/app.py`` turns them into exit codes.
@@ -57,3 +60,8 @@ class InputError(DradiagError):
 
 class ClusterUnreachable(DradiagError):
     """No evidence could be read from the cluster at all (connection, auth, timeout)."""
+
+
+class TargetUnreadable(DradiagError):
+    """The target itself (``claim NS/NAME``) could not be read: a 403 or a timeout is not
+    "not found", and no diagnosis can be drawn without it."""

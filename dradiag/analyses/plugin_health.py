@@ -35,6 +35,7 @@ PLUGIN_MISSING = "DRA-PUB-PLUGIN-MISSING"
 PLUGIN_NO_GPU_CONTAINER = "DRA-PUB-PLUGIN-NO-GPU-CONTAINER"
 PLUGIN_INIT_WAITING = "DRA-PUB-PLUGIN-INIT-STUCK"
 PLUGIN_CRASHLOOP = "DRA-PUB-PLUGIN-CRASHLOOP"
+PLUGIN_NOT_RUNNING = "DRA-PUB-PLUGIN-NOT-RUNNING"
 PLUGIN_NOT_READY = "DRA-PUB-PLUGIN-NOT-READY"
 PLUGIN_RESTARTS = "DRA-PUB-PLUGIN-RESTARTS"
 RULE_IDS = (
@@ -42,6 +43,7 @@ RULE_IDS = (
     PLUGIN_NO_GPU_CONTAINER,
     PLUGIN_INIT_WAITING,
     PLUGIN_CRASHLOOP,
+    PLUGIN_NOT_RUNNING,
     PLUGIN_NOT_READY,
     PLUGIN_RESTARTS,
 )
@@ -54,7 +56,12 @@ class PluginState(StrEnum):
     NO_GPU_CONTAINER = "no-gpu-container"
     CRASH_LOOP = "crash-loop"
     INIT_WAITING = "init-waiting"
+    NOT_RUNNING = "not-running"
+    """``gpus`` is not running and not crash-looping: waiting (image pull, container
+    creation), terminated, or the pod was never scheduled or started."""
     NOT_READY = "not-ready"
+    """``gpus`` runs but is not ready: inside its startup probe's window (the chart has
+    no readiness probe; a plugin failing startup or liveness gets restarted)."""
     RESTARTING = "restarting"
     HEALTHY = "healthy"
     NOT_COLLECTED = "not-collected"
@@ -90,20 +97,42 @@ class PluginHealth:
         return self.state in (PluginState.HEALTHY, PluginState.NOT_COLLECTED)
 
 
+PLUGIN_IMAGES: Mapping[str, str] = {
+    "k8s-dra-driver-gpu": "nvidia-dra-driver-gpu",
+    "dra-driver-nvidia-gpu": "dra-driver-nvidia-gpu",
+}
+"""Image repository names of the two generations (nvidia-driver-facts §5.1, §10:
+``nvcr.io/nvidia/k8s-dra-driver-gpu``, ``registry.k8s.io/dra-driver-nvidia/dra-driver-
+nvidia-gpu``) and the chart ``<name>`` each implies."""
+PLUGIN_BINARIES = ("gpu-kubelet-plugin", "compute-domain-kubelet-plugin")
+"""What the plugin containers run; the controller and webhook share the image but not these."""
+
+
+def _image_chart(image: object) -> str | None:
+    """The chart ``<name>`` implied by a driver image reference, else None."""
+    repo = str(image or "").split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
+    return PLUGIN_IMAGES.get(repo)
+
+
 def plugin_chart_name(pod: K8sObject) -> str | None:
     """The chart ``<name>`` if ``pod`` is a DRA-driver kubelet-plugin pod, else None.
 
     Labels first (``<name>-component: kubelet-plugin``, any ``<name>`` from a
     ``nameOverride``), then the DaemonSet owner ``<name>-kubelet-plugin``, then the pod
-    name that DaemonSet generates.
+    name that DaemonSet generates, then the driver image run by a DaemonSet or running
+    the plugin binary: ``selectorLabelsOverride`` and a ``nameOverride`` without
+    "dra-driver" in it defeat the first three, and a crash-looping plugin that is not
+    recognised would read as "nothing unhealthy".
     """
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     for key, value in labels.items():
         if value == COMPONENT_VALUE and str(key).endswith("-component"):
             return str(key)[: -len("-component")]
+    daemonset = False
     for ref in meta.get("ownerReferences") or ():
         if isinstance(ref, Mapping) and ref.get("kind") == "DaemonSet":
+            daemonset = True
             owner = str(ref.get("name") or "")
             if owner.endswith("-kubelet-plugin") and "dra-driver" in owner:
                 return owner[: -len("-kubelet-plugin")]
@@ -111,6 +140,17 @@ def plugin_chart_name(pod: K8sObject) -> str | None:
     for chart in CHART_NAMES:
         if name.startswith(f"{chart}-kubelet-plugin-"):
             return chart
+    for container in _containers(pod):
+        by_image = _image_chart(container.get("image"))
+        command = " ".join(
+            str(c) for c in [*(container.get("command") or ()), *(container.get("args") or ())]
+        )
+        runs_plugin = any(binary in command for binary in PLUGIN_BINARIES)
+        if by_image is not None and (daemonset or runs_plugin):
+            return by_image
+        if container.get("name") == GPU_CONTAINER and PLUGIN_BINARIES[0] in command:
+            # A mirrored or rebuilt image: the container and its binary still say it.
+            return CHART_NAMES[0]
     return None
 
 
@@ -138,14 +178,105 @@ def is_plugin_pod(pod: K8sObject) -> bool:
     return plugin_chart_name(pod) is not None
 
 
-def _plugin_pods_collected(snapshot: Snapshot) -> bool:
+def _absence_proves(snapshot: Snapshot, any_plugin_pod: bool) -> bool:
+    """Whether "no plugin pod on this node" is evidence: pods were read, and either some
+    plugin pod was seen or the read covered every namespace."""
     record = snapshot.coverage[Kind.POD]
     if record.coverage is Coverage.UNKNOWN:
         return False
-    if any(is_plugin_pod(p) for p in snapshot.pods):
+    if any_plugin_pod:
         return True
     # A cluster-wide read proves absence; a namespace-scoped or files read does not.
     return record.scope in (None, "", "cluster", "all namespaces")
+
+
+def _plugin_pods_collected(snapshot: Snapshot) -> bool:
+    if snapshot.coverage[Kind.POD].coverage is Coverage.UNKNOWN:
+        return False
+    return _absence_proves(snapshot, any(is_plugin_pod(p) for p in snapshot.pods))
+
+
+def plugin_pod_node(pod: K8sObject) -> str | None:
+    """The node a plugin pod runs on, or is meant for: ``spec.nodeName``, else the single
+    node its DaemonSet pins it to (``matchFields metadata.name In [node]``), so a plugin
+    pod the scheduler cannot place still counts against its node."""
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName"):
+        return str(spec["nodeName"])
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    names = {
+        str(v)
+        for term in required.get("nodeSelectorTerms") or ()
+        if isinstance(term, Mapping)
+        for req in term.get("matchFields") or ()
+        if isinstance(req, Mapping)
+        and req.get("key") == "metadata.name"
+        and req.get("operator") == "In"
+        for v in req.get("values") or ()
+    }
+    return names.pop() if len(names) == 1 else None
+
+
+class PluginIndex:
+    """The kubelet-plugin pods of one snapshot, recognised once and indexed by node.
+
+    ``scan`` asks for the plugin of every GPU node and of every claim's node; testing
+    every pod of the cluster once per node made a 5,000-node scan quadratic (nodes ×
+    pods). One index per scan, passed down, answers each node in constant time.
+    """
+
+    __slots__ = ("_by_node", "_collected", "any_plugin_pod")
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        by_node: dict[str, list[tuple[K8sObject, str]]] = {}
+        found = False
+        for pod in snapshot.pods:
+            chart = plugin_chart_name(pod)
+            if chart is None:
+                continue
+            found = True
+            node = plugin_pod_node(pod)
+            if node:
+                by_node.setdefault(node, []).append((pod, chart))
+        self._by_node = by_node
+        self.any_plugin_pod = found
+        """True when the snapshot holds any plugin pod, on a node or not."""
+        self._collected = _absence_proves(snapshot, found)
+
+    @property
+    def nodes(self) -> list[str]:
+        """Nodes running a plugin pod, sorted."""
+        return sorted(self._by_node)
+
+    def pods_on(self, node: str) -> list[tuple[K8sObject, str]]:
+        """(pod, chart name) of the plugin pods bound to ``node``."""
+        return self._by_node.get(node, [])
+
+    @property
+    def collected(self) -> bool:
+        """Whether a node without a plugin pod is evidence of a missing plugin."""
+        return self._collected
+
+
+def _pod_reason(pod: K8sObject, terminated: Mapping[str, Any]) -> str:
+    """Why a pod's ``gpus`` has no running state when the container says nothing itself:
+    its termination reason, else the pod's phase and the PodScheduled reason."""
+    if terminated:
+        return (
+            f"terminated: {terminated.get('reason') or 'exit ' + str(terminated.get('exitCode'))}"
+        )
+    status = pod.get("status") or {}
+    phase = str(status.get("phase") or "no status")
+    for cond in status.get("conditions") or ():
+        if (
+            isinstance(cond, Mapping)
+            and cond.get("type") == "PodScheduled"
+            and cond.get("status") != "True"
+        ):
+            return f"{phase}, not scheduled: {cond.get('reason') or ''} {cond.get('message') or ''}".strip()
+    return phase
 
 
 def _pod_health(node: str, pod: K8sObject, chart: str | None) -> PluginHealth:
@@ -189,23 +320,43 @@ def _pod_health(node: str, pod: K8sObject, chart: str | None) -> PluginHealth:
             waiting_reason=str(detail.get("reason") or f"Init:0/{len(init)}"),
             **{**common, "message": str(detail.get("message") or "")},
         )
-    if "running" not in state or status.get("ready") is False:
+    if "running" not in state:
+        return PluginHealth(
+            state=PluginState.NOT_RUNNING,
+            waiting_reason=reason or _pod_reason(pod, terminated),
+            **common,
+        )
+    if status.get("ready") is False:
         return PluginHealth(state=PluginState.NOT_READY, waiting_reason=reason, **common)
     if restarts >= RESTART_WARNING_THRESHOLD:
         return PluginHealth(state=PluginState.RESTARTING, **common)
     return PluginHealth(state=PluginState.HEALTHY, **common)
 
 
-def plugin_health(snapshot: Snapshot, node: str) -> PluginHealth:
-    """The state of the gpu.nvidia.com kubelet plugin on ``node`` (worst pod wins)."""
-    pods = [p for p in snapshot.pods_on_node(node) if is_plugin_pod(p)]
-    live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
-    pods = live or pods
-    if not pods:
-        if not _plugin_pods_collected(snapshot):
+def plugin_health(
+    snapshot: Snapshot, node: str, *, index: PluginIndex | None = None
+) -> PluginHealth:
+    """The state of the gpu.nvidia.com kubelet plugin on ``node`` (worst pod wins).
+
+    ``index``: the snapshot's PluginIndex when many nodes are asked (``scan``); without
+    it only the node's own pods are read, plus every pod once when the node has none.
+    """
+    if index is not None:
+        charted = index.pods_on(node)
+    else:
+        charted = [
+            (p, chart)
+            for p in snapshot.pods_on_node(node)
+            if (chart := plugin_chart_name(p)) is not None
+        ]
+    live = [(p, c) for p, c in charted if not (p.get("metadata") or {}).get("deletionTimestamp")]
+    charted = live or charted
+    if not charted:
+        collected = index.collected if index is not None else _plugin_pods_collected(snapshot)
+        if not collected:
             return PluginHealth(node=node, state=PluginState.NOT_COLLECTED)
         return PluginHealth(node=node, state=PluginState.MISSING)
-    healths = [_pod_health(node, p, plugin_chart_name(p)) for p in pods]
+    healths = [_pod_health(node, p, chart) for p, chart in charted]
     # Prefer a pod that runs `gpus`: a separate ComputeDomain-only pod is not the GPU plugin.
     with_gpus = [h for h in healths if h.state is not PluginState.NO_GPU_CONTAINER] or healths
     return min(with_gpus, key=lambda h: _STATE_RANK[h.state])
@@ -329,6 +480,25 @@ def plugin_findings(health: PluginHealth, *, blocking: bool, has_slices: bool) -
                 next=(
                     f"kubectl logs -n {ns} {name} -c {INIT_CONTAINER}  (look for 'Check failed' "
                     "and 'Hint:' lines)",
+                ),
+                identifiers=(("node", node), ("pod", health.pod_key)),
+            )
+        ]
+    if health.state is PluginState.NOT_RUNNING:
+        return [
+            Finding(
+                rule=PLUGIN_NOT_RUNNING,
+                phase=Phase.PUBLICATION,
+                severity=error,
+                title="the gpu.nvidia.com kubelet plugin is not running",
+                detail=f"Container {GPU_CONTAINER} of {health.pod_key} on node {node} is not running"
+                + (f" ({health.waiting_reason})" if health.waiting_reason else "")
+                + ": the driver is not registered there, so nothing publishes or prepares its "
+                "GPUs until it starts.",
+                evidence=_pod_evidence(health),
+                next=(
+                    f"kubectl describe pod -n {namespace_of(pod)} {name_of(pod)}  (Events: image "
+                    "pull, volume mount, scheduling)",
                 ),
                 identifiers=(("node", node), ("pod", health.pod_key)),
             )

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import typer
 
 from dradiag.cli.exit_codes import ExitCode
-from dradiag.errors import ClusterUnreachable, DradiagError
+from dradiag.errors import ClusterUnreachable, DradiagError, TargetUnreadable
 
 app = typer.Typer(
     name="dradiag",
@@ -119,6 +119,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     except ClusterUnreachable as exc:
         _error(str(exc))
         return ExitCode.RUNTIME
+    except TargetUnreadable as exc:
+        _error(str(exc))
+        return ExitCode.INCONCLUSIVE
     except DradiagError as exc:
         _error(str(exc))
         return ExitCode.USAGE

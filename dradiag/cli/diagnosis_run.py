@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from dradiag.cli.inputs import Target
     from dradiag.diagnosis.context import WalkOptions
     from dradiag.diagnosis.model import Diagnosis
-    from dradiag.snapshot.model import Snapshot
+    from dradiag.snapshot.model import KindRecord, Snapshot
 
 
 def walk_options(now: str | None, stuck_after: str) -> WalkOptions:
@@ -121,13 +121,17 @@ def emit(doc: Mapping[str, Any], output: OutputFormat, text: str | None) -> None
     sys.stdout.flush()
 
 
-def diagnoses_document(snapshot: Snapshot, diagnoses: Iterable[Diagnosis]) -> dict[str, Any]:
-    """The document of several diagnoses of one snapshot (``pod``, ``scan``)."""
+def diagnoses_document(
+    snapshot: Snapshot, diagnoses: Iterable[Diagnosis], unread: Sequence[KindRecord] = ()
+) -> dict[str, Any]:
+    """The document of several diagnoses of one snapshot (``pod``, ``scan``); ``unread``:
+    the kinds the command needed and could not read (``snapshot.coverage.unread``)."""
     from dradiag.render import document
 
     collection = document.collection_of(snapshot)
     return document.diagnoses_document(
-        [document.diagnosis_document(d, snapshot.source, collection) for d in diagnoses]
+        [document.diagnosis_document(d, snapshot.source, collection) for d in diagnoses],
+        document.collection_of(snapshot, unread),
     )
 
 
@@ -139,8 +143,15 @@ def report(
     output: OutputFormat,
     no_color: bool,
     exit_zero: bool,
+    inconclusive: bool = False,
 ) -> int:
-    """Emit ``doc`` (drawn by ``render`` for ``-o text``) and return the exit code."""
+    """Emit ``doc`` (drawn by ``render`` for ``-o text``) and return the exit code;
+    ``inconclusive``: a read the answer needed failed, so nothing broken is exit 4."""
+    from dradiag.cli.exit_codes import ExitCode
+
     text = render(doc, color=use_color(no_color)) if output is OutputFormat.TEXT else None
     emit(doc, output, text)
-    return exit_code_for(diagnoses, exit_zero)
+    code = exit_code_for(diagnoses, exit_zero)
+    if code == ExitCode.OK and inconclusive and not exit_zero:
+        return ExitCode.INCONCLUSIVE
+    return code

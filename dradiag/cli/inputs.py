@@ -45,6 +45,22 @@ def parse_namespaced_name(value: str, *, default_namespace: str | None = None) -
     return (default_namespace or "default"), value
 
 
+def default_namespace(
+    namespace: str | None, *, from_path: str | None, kubeconfig: str | None, context: str | None
+) -> str:
+    """The namespace a bare NAME means, as in kubectl: ``-n``, else (live) the kubeconfig
+    context's namespace, else ``default``."""
+    if namespace:
+        return namespace
+    if not from_path:
+        from dradiag.sources.live import context_namespace
+
+        found = context_namespace(kubeconfig, context)
+        if found:
+            return found
+    return "default"
+
+
 KEEP_ALIVE: list[object] | None = None
 """Set to a list by the console-script entry point, which exits without teardown: the
 snapshots a run loads are kept here so the command's return does not free a large one

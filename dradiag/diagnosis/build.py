@@ -59,8 +59,10 @@ from dradiag.diagnosis.phases.unprepare import phase_unprepare
 from dradiag.diagnosis.phases.workload import phase_workload
 from dradiag.diagnosis.resolve import is_synthesized, pod_claim_names_for, resolve_pod_claims
 from dradiag.diagnosis.rule_ids import CODE_RULE_IDS, NOT_COLLECTED, PHASE_CODE
+from dradiag.diagnosis.scan_context import ScanContext
+from dradiag.diagnosis.unresolved import diagnose_unresolved
 from dradiag.diagnosis.verdict import CROSS_CLAIM_CAUSE_RULES, decide_verdict
-from dradiag.errors import UsageError
+from dradiag.errors import TargetUnreadable, UsageError
 from dradiag.snapshot.model import (
     Coverage,
     K8sObject,
@@ -137,8 +139,13 @@ def walk_claim(
     options: WalkOptions | None = None,
     pods: Sequence[K8sObject] | None = None,
     selection_cache: dict[tuple[str, str], list[Finding]] | None = None,
+    shared: ScanContext | None = None,
 ) -> Diagnosis:
-    """Diagnose one claim object (real or synthesized) through the seven phases."""
+    """Diagnose one claim object (real or synthesized) through the seven phases.
+
+    ``shared``: the scan's per-snapshot facts; its selection cache is used when
+    ``selection_cache`` is not given.
+    """
     synthesized = is_synthesized(claim)
     links = ClaimLinks() if synthesized else claim_links(snapshot, claim)
     if pods is not None:
@@ -151,10 +158,13 @@ def walk_claim(
         claim=claim,
         options=options or WalkOptions(),
         pods=links.pod_objects(),
-        rulebook=optional_rulebook(),
+        rulebook=shared.rulebook if shared is not None else optional_rulebook(),
         synthesized=synthesized,
-        selection_cache=selection_cache,
+        selection_cache=selection_cache
+        if selection_cache is not None or shared is None
+        else shared.selection_cache,
         links=links,
+        shared=shared,
     )
     publication = phase_publication(walk)
     selection = phase_selection(walk)
@@ -180,6 +190,12 @@ def diagnose_claim(
     claim = snapshot.claim(namespace, name)
     if claim is None:
         where = snapshot.source.location or snapshot.source.kind
+        refused = _refused_read(snapshot, "resourceclaims", namespace, name)
+        if refused is not None:
+            raise TargetUnreadable(
+                f"ResourceClaim {namespace}/{name} could not be read ({refused}); "
+                "it may exist: rerun with get on resourceclaims.resource.k8s.io"
+            )
         coverage = snapshot.coverage[Kind.RESOURCE_CLAIM]
         hint = (
             f" (ResourceClaims were not collected: {coverage.reason})"
@@ -188,6 +204,19 @@ def diagnose_claim(
         )
         raise UsageError(f"ResourceClaim {namespace}/{name} not found in {where}{hint}")
     return walk_claim(snapshot, claim, options=options)
+
+
+def _refused_read(snapshot: Snapshot, resource: str, namespace: str, name: str) -> str | None:
+    """Why the read of ``resource`` ``namespace/name`` failed (a 403, a timeout), or None:
+    the failed get of the object itself, or a failed list that would have held it."""
+    for err in snapshot.errors:
+        if err.resource != resource or (err.status is not None and err.status == 404):
+            continue
+        if err.name not in (None, "", name) or err.namespace not in (None, "", namespace):
+            continue
+        status = f" {err.status}" if err.status else ""
+        return f"{err.verb}{status}: {err.reason}"
+    return None
 
 
 def diagnose_pod(
@@ -204,6 +233,8 @@ def diagnose_pod(
             continue
         pods = [pod] if pc.synthesized else None
         out.append(walk_claim(snapshot, pc.claim, options=options, pods=pods))
+    if (unresolved := diagnose_unresolved(snapshot, pod)) is not None:
+        out.append(unresolved)
     return out
 
 
@@ -241,7 +272,8 @@ def _quick_healthy(snapshot: Snapshot, claim: K8sObject) -> bool:
         if not wiring.is_reserved_for(claim, pod):
             return False
         names = pod_claim_names_for(snapshot, pod, claim)
-        if not wiring.analyze_pod_wiring(pod, claim, names).wired:
+        # Any wiring finding (not wired, or a request name the claim lacks) needs the walk.
+        if wiring.wiring_findings(wiring.analyze_pod_wiring(pod, claim, names), claim):
             return False
         if any(int(cs.get("restartCount") or 0) for cs in container_statuses(pod)):
             return False
@@ -266,15 +298,15 @@ def scan(
     from dradiag.diagnosis.model import VerdictStatus
 
     base = options or WalkOptions()
-    options = WalkOptions(now=base.now, stuck_after=base.stuck_after, simulate=False)
-    cache: dict[tuple[str, str], list[Finding]] = {}
+    options = WalkOptions(now=base.now, stuck_after=base.stuck_after, simulate=base.simulate)
+    shared = ScanContext.of(snapshot, optional_rulebook())
     out: list[Diagnosis] = []
     for claim in snapshot.claims:
         if namespace is not None and namespace_of(claim) != namespace:
             continue
         if _quick_healthy(snapshot, claim):
             continue
-        diagnosis = walk_claim(snapshot, claim, options=options, selection_cache=cache)
+        diagnosis = walk_claim(snapshot, claim, options=options, shared=shared)
         if diagnosis.verdict.status is not VerdictStatus.OK:
             out.append(diagnosis)
     for pod in snapshot.pods:
@@ -282,13 +314,17 @@ def scan(
             continue
         if not (pod.get("spec") or {}).get("resourceClaims") or pod_done(pod):
             continue
-        for pc in resolve_pod_claims(snapshot, pod):
+        resolved = resolve_pod_claims(snapshot, pod)
+        if (unresolved := diagnose_unresolved(snapshot, pod, resolved)) is not None:
+            if unresolved.verdict.status is not VerdictStatus.OK:
+                out.append(unresolved)
+        for pc in resolved:
             if pc.synthesized and pc.claim is not None:
                 diagnosis = walk_claim(
-                    snapshot, pc.claim, options=options, pods=[pod], selection_cache=cache
+                    snapshot, pc.claim, options=options, pods=[pod], shared=shared
                 )
                 if diagnosis.verdict.status is not VerdictStatus.OK:
                     out.append(diagnosis)
     if include_nodes:
-        out += scan_nodes(snapshot, options=options)
+        out += scan_nodes(snapshot, options=options, shared=shared)
     return sorted(out, key=_scan_sort_key)

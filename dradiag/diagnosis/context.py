@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dradiag.analyses import plugin_health as ph
 from dradiag.analyses import wiring
@@ -34,6 +34,9 @@ from dradiag.snapshot.model import (
     uid_of,
 )
 from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, Severity
+
+if TYPE_CHECKING:
+    from dradiag.diagnosis.scan_context import ScanContext
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
 """The driver dradiag knows best; the default when a claim's driver cannot be derived."""
@@ -249,6 +252,9 @@ class ClaimWalk:
     for_allocation: list[Finding] = field(default_factory=list)
     """Findings the selection analysis made that are the allocator's (counts, constraints):
     the selection phase hands them to the allocation phase."""
+    shared: ScanContext | None = None
+    """The scan's per-snapshot facts (plugin index, node health, plugin rule hits);
+    None for a single ``claim`` or ``pod``, which reads only its own nodes."""
 
     # identity -------------------------------------------------------------------------
     @property
@@ -350,12 +356,15 @@ class ClaimWalk:
             return self._publication_nodes
         nodes = self.nodes()
         if not nodes and not any(self.snapshot.slices_for(driver=d) for d in self.drivers()):
-            found = {
-                str((p.get("spec") or {}).get("nodeName"))
-                for p in self.snapshot.pods
-                if (p.get("spec") or {}).get("nodeName") and ph.is_plugin_pod(p)
-            }
-            nodes = sorted(found)[:MAX_PLUGIN_NODES]
+            if self.shared is not None:
+                nodes = self.shared.plugins.nodes[:MAX_PLUGIN_NODES]
+            else:
+                found = {
+                    str((p.get("spec") or {}).get("nodeName"))
+                    for p in self.snapshot.pods
+                    if (p.get("spec") or {}).get("nodeName") and ph.is_plugin_pod(p)
+                }
+                nodes = sorted(found)[:MAX_PLUGIN_NODES]
         self._publication_nodes = nodes
         return nodes
 
@@ -368,9 +377,17 @@ class ClaimWalk:
         )
 
     def plugin(self, node: str) -> ph.PluginHealth:
+        if self.shared is not None:
+            return self.shared.plugin(node)
         if node not in self._plugin:
             self._plugin[node] = ph.plugin_health(self.snapshot, node)
         return self._plugin[node]
+
+    def any_plugin_pod(self) -> bool:
+        """True when the snapshot holds any kubelet-plugin pod."""
+        if self.shared is not None:
+            return self.shared.plugins.any_plugin_pod
+        return any(ph.is_plugin_pod(p) for p in self.snapshot.pods)
 
     # events and rule hits ---------------------------------------------------------------
     def claim_events(self) -> list[K8sObject]:
@@ -410,12 +427,29 @@ class ClaimWalk:
             plugin_pods = [
                 h.pod for n in self.publication_nodes() if (h := self.plugin(n)).pod is not None
             ]
+            if self.shared is not None:
+                for node in self.publication_nodes():
+                    plugin_pod = self.plugin(node).pod
+                    for found in self.shared.plugin_object_hits(node, match_objects):
+                        out.append(RuleHit(finding=found, pod=plugin_pod))
+                plugin_pods = []
             for pod in [*plugin_pods, *self.pods]:
                 for hit in match_objects(self.rulebook, "Pod", [pod]):
                     out.append(RuleHit(finding=hit.to_finding(), pod=pod))
         if self.rulebook is not None and match_logs is not None:
             for node in self.publication_nodes():
                 health = self.plugin(node)
+                if self.shared is not None:
+                    out += [
+                        RuleHit(
+                            finding=h.finding,
+                            pod=health.pod,
+                            log_previous=h.previous,
+                            log_container=h.container,
+                        )
+                        for h in self.shared.plugin_log_hits(node, match_logs)
+                    ]
+                    continue
                 for log in ph.plugin_logs(self.snapshot, health):
                     for hit in match_logs(self.rulebook, [log]):
                         out.append(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dradiag.diagnosis.model import Diagnosis, PhaseResult
-    from dradiag.snapshot.model import CollectionError, Snapshot, SourceInfo
+    from dradiag.snapshot.model import CollectionError, KindRecord, Snapshot, SourceInfo
     from dradiag.vocabulary import Evidence, Finding
 
 DIAGNOSIS_SCHEMA_VERSION = "dradiag.diagnosis/v1"
@@ -62,9 +62,13 @@ def source_block(source: SourceInfo) -> dict[str, Any]:
 
 
 def collection_block(
-    errors: Iterable[CollectionError], *, partial: bool | None = None
+    errors: Iterable[CollectionError],
+    *,
+    partial: bool | None = None,
+    unread: Sequence[KindRecord] = (),
 ) -> dict[str, Any]:
-    """The ``collection`` block: failed reads, and whether the evidence is partial."""
+    """The ``collection`` block: failed reads, kinds a whole-cluster answer needed but
+    could not read (``unread``), and whether the evidence is partial."""
     entries = []
     for err in errors:
         entry: dict[str, Any] = {"resource": err.resource, "verb": err.verb, "reason": err.reason}
@@ -75,12 +79,22 @@ def collection_block(
         if err.status is not None:
             entry["status"] = err.status
         entries.append(entry)
-    return {"partial": bool(entries) if partial is None else partial, "errors": entries}
+    out: dict[str, Any] = {
+        "partial": bool(entries or unread) if partial is None else partial or bool(unread),
+        "errors": entries,
+    }
+    if unread:
+        out["unread"] = [
+            {"kind": r.kind.value, "coverage": r.coverage.value, "reason": r.reason or ""}
+            for r in unread
+        ]
+    return out
 
 
-def collection_of(snapshot: Snapshot) -> dict[str, Any]:
-    """The ``collection`` block of a snapshot (partial when a read failed)."""
-    return collection_block(snapshot.errors, partial=snapshot.partial)
+def collection_of(snapshot: Snapshot, unread: Sequence[KindRecord] = ()) -> dict[str, Any]:
+    """The ``collection`` block of a snapshot (partial when a read failed, or when a kind
+    the command needed is in ``unread``)."""
+    return collection_block(snapshot.errors, partial=snapshot.partial, unread=unread)
 
 
 def _evidence(ev: Evidence) -> dict[str, Any]:
@@ -145,6 +159,14 @@ def diagnosis_document(
     }
 
 
-def diagnoses_document(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ``dradiag.diagnoses/v1`` document for ``pod`` and ``scan``: a list of diagnoses."""
-    return {"schemaVersion": DIAGNOSES_SCHEMA_VERSION, "items": list(items)}
+def diagnoses_document(
+    items: Sequence[Mapping[str, Any]], collection: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ``dradiag.diagnoses/v1`` document for ``pod`` and ``scan``: a list of diagnoses,
+    and the ``collection`` block of the snapshot they come from, which says what could not
+    be read even when the list is empty."""
+    return {
+        "schemaVersion": DIAGNOSES_SCHEMA_VERSION,
+        "items": list(items),
+        "collection": dict(collection),
+    }

@@ -218,8 +218,18 @@ def render_scan(doc: Mapping[str, Any], *, color: bool = False, width: int | Non
     buffer = io.StringIO()
     console = _console(buffer, color=color, width=width or (None if color else SCAN_WIDTH))
     items: Sequence[Mapping[str, Any]] = doc.get("items") or ()
+    unread: Sequence[Mapping[str, Any]] = (doc.get("collection") or {}).get("unread") or ()
+    gaps = "; ".join(f"{u.get('kind')} ({u.get('reason') or u.get('coverage')})" for u in unread)
     if not items:
-        console.print(Text("nothing unhealthy found", style="green"))
+        if unread:
+            console.print(
+                Text(
+                    f"inconclusive: nothing unhealthy in what was read, but could not read {gaps}",
+                    style="yellow",
+                )
+            )
+        else:
+            console.print(Text("nothing unhealthy found", style="green"))
         return _finish(buffer)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
     for column in ("PHASE", "STATUS", "TARGET", "RULE", "WHY"):
@@ -241,4 +251,6 @@ def render_scan(doc: Mapping[str, Any], *, color: bool = False, width: int | Non
     console.print(
         Text(f"{len(items)} unhealthy: {broken} broken, {unknown} inconclusive", style="dim")
     )
+    if unread:
+        console.print(Text(f"could not read {gaps}: the list may be incomplete", style="yellow"))
     return _finish(buffer)

@@ -47,10 +47,14 @@ class Connection:
 
 def _kubeconfig_paths(options: CommonOptions) -> str | None:
     """The kubeconfig file list kubectl would use, or None (then: in-cluster)."""
-    if options.kubeconfig:
-        path = os.path.expanduser(options.kubeconfig)
+    return _kubeconfig_files(options.kubeconfig)
+
+
+def _kubeconfig_files(kubeconfig: str | None) -> str | None:
+    if kubeconfig:
+        path = os.path.expanduser(kubeconfig)
         if not os.path.exists(path):
-            raise UsageError(f"--kubeconfig {options.kubeconfig}: no such file")
+            raise UsageError(f"--kubeconfig {kubeconfig}: no such file")
         return path
     env = os.environ.get("KUBECONFIG")
     if env:
@@ -60,6 +64,29 @@ def _kubeconfig_paths(options: CommonOptions) -> str | None:
             return os.pathsep.join(paths)
     default = os.path.expanduser(DEFAULT_KUBECONFIG)
     return default if os.path.exists(default) else None
+
+
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def context_namespace(kubeconfig: str | None, context: str | None) -> str | None:
+    """The namespace kubectl would default to: the kubeconfig context's ``namespace``
+    (``--context``, else the current context), in a pod the service account's; None when
+    neither names one. Never raises: a bad kubeconfig is reported by :func:`connect`."""
+    try:
+        from kubernetes import config
+
+        paths = _kubeconfig_files(kubeconfig)
+        if paths is None:
+            with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as handle:
+                return handle.read().strip() or None
+        contexts, current = config.list_kube_config_contexts(config_file=paths)
+        chosen = next((c for c in contexts or () if c.get("name") == context), None)
+        chosen = chosen if context else current
+        namespace = ((chosen or {}).get("context") or {}).get("namespace")
+        return str(namespace) if namespace else None
+    except Exception:  # noqa: BLE001 - any failure means "no default"; connect() reports it
+        return None
 
 
 def connect(options: CommonOptions) -> Connection:

@@ -70,6 +70,8 @@ PLUGIN_LABEL_SELECTORS = (
     "nvidia-dra-driver-gpu-component=kubelet-plugin",
 )
 """Both chart generations' kubelet-plugin pod labels (nvidia-driver-facts §5.1, §10)."""
+PLUGIN_IMAGE_REPOSITORIES = frozenset({"k8s-dra-driver-gpu", "dra-driver-nvidia-gpu"})
+"""The driver image's repository name in both generations (nvidia-driver-facts §10)."""
 
 _DRIVER_IN_CEL = re.compile(r"""device\.driver\s*==\s*['"]([^'"]+)['"]""")
 
@@ -84,14 +86,24 @@ def is_kubelet_plugin_pod(pod: K8sObject) -> bool:
     kubelet-plugin`` label, for renamed installs), else by a ``gpus`` container running
     ``gpu-kubelet-plugin`` — never by namespace or DaemonSet name.
     """
-    labels = (pod.get("metadata") or {}).get("labels") or {}
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
     if any(k.endswith("component") and v == "kubelet-plugin" for k, v in labels.items()):
         return True
+    daemonset = any(
+        isinstance(ref, Mapping) and ref.get("kind") == "DaemonSet"
+        for ref in meta.get("ownerReferences") or ()
+    )
     for container in (pod.get("spec") or {}).get("containers") or []:
         words = [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
         if container.get("name") == PLUGIN_CONTAINER and any(
             "gpu-kubelet-plugin" in w for w in words
         ):
+            return True
+        # The driver image run by a DaemonSet (selectorLabelsOverride, renamed chart);
+        # analyses/plugin_health.plugin_chart_name accepts the same pods.
+        repo = str(container.get("image") or "").split("@", 1)[0].rsplit("/", 1)[-1]
+        if daemonset and repo.split(":", 1)[0] in PLUGIN_IMAGE_REPOSITORIES:
             return True
     return False
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from dradiag.analyses.plugin_health import (
@@ -144,3 +146,59 @@ def test_missing_only_when_plugin_pods_were_collected():
     workload = {"metadata": {"name": "w", "namespace": "ml"}, "spec": {"nodeName": "n1"}}
     assert plugin_health(_snap(workload, scope="files"), "n1").state is PluginState.NOT_COLLECTED
     assert plugin_health(_snap(workload, scope="cluster"), "n1").state is PluginState.MISSING
+
+
+def _variants():
+    base = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "d", "labels": {}},
+        "spec": {"nodeName": "n1", "containers": []},
+    }
+
+    def pod(labels=None, owner=None, containers=()):
+        p = copy.deepcopy(base)
+        p["metadata"]["labels"] = labels or {}
+        if owner:
+            p["metadata"]["ownerReferences"] = [{"kind": owner[0], "name": owner[1]}]
+        p["spec"]["containers"] = list(containers)
+        return p
+
+    img = "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0"
+    return {
+        "component label": (pod(labels={"x-component": "kubelet-plugin"}), True),
+        "image run by a DaemonSet": (
+            pod(
+                owner=("DaemonSet", "gpu-dra-kubelet-plugin"),
+                containers=[{"name": "p", "image": img}],
+            ),
+            True,
+        ),
+        "gpus running the plugin, mirrored image": (
+            pod(
+                containers=[
+                    {"name": "gpus", "image": "reg.local/x:1", "command": ["gpu-kubelet-plugin"]}
+                ]
+            ),
+            True,
+        ),
+        "controller Deployment on the same image": (
+            pod(
+                owner=("ReplicaSet", "x-controller-7d"),
+                containers=[{"name": "compute-domain", "image": img}],
+            ),
+            False,
+        ),
+        "a workload": (pod(containers=[{"name": "main", "image": "pytorch:25"}]), False),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_variants()))
+def test_live_collection_keeps_exactly_the_pods_plugin_health_recognises(case):
+    """What live scan keeps as a plugin pod and what the analysis calls one never differ:
+    a plugin the collector dropped would read as 'no plugin on this node'."""
+    from dradiag.sources.live_plan import is_kubelet_plugin_pod
+
+    pod, expected = _variants()[case]
+    assert is_plugin_pod(pod) is expected
+    assert is_kubelet_plugin_pod(pod) is expected

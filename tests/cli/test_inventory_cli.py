@@ -7,14 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+import doc_schemas
 import pytest
 import yaml
 
 from dradiag.cli.app import run
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((ROOT / "docs" / "schema" / "inventory.schema.json").read_text())
 _spec = importlib.util.spec_from_file_location(
     "allocation_fixtures", ROOT / "tests" / "analyses" / "allocation" / "conftest.py"
 )
@@ -48,7 +47,7 @@ def test_json_is_schema_valid_and_filtered(
 ) -> None:
     assert run(["inventory", "--from", str(cluster), "-n", "node-h", "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    jsonschema.validate(doc, SCHEMA)
+    doc_schemas.validate(doc, "inventory")
     assert [n["node"] for n in doc["nodes"]] == ["node-h"]
     groups = {(g["type"], g["profile"]): g for g in doc["nodes"][0]["devices"]}
     assert groups[("mig", "7g.80gb")]["allocatedTo"] == [

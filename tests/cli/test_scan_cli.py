@@ -105,3 +105,61 @@ def test_scan_namespace_and_all_namespaces_conflict(tmp_path, capsys):
     root = k8s.healthy_input(tmp_path / "in")
     assert run(["scan", "--from", str(root), "-A", "-n", "ml"]) == 2
     assert "mutually exclusive" in capsys.readouterr().err
+
+
+_REJECTED = (
+    'E0601 10:00:03.118227       1 resourceslicecontroller.go:403] "processing ResourceSlice '
+    'objects" err="create resource slice: ResourceSlice.resource.k8s.io '
+    '\\"00000-gpu.nvidia.com-gpu-node-3-abcde\\" is invalid: spec.devices[0].attributes: '
+    'Too many: 40: must have at most 32 items"\n'
+)
+
+
+def test_scan_plugin_log_without_its_pod_names_the_node(tmp_path, capsys):
+    """Only the plugin's log, its API server rejecting every slice: a row, never "ok"."""
+    root = k8s.write_input(
+        tmp_path / "in",
+        objects={"resourceslices": [], "pods": []},
+        logs={"dra-driver-nvidia-gpu-kubelet-plugin-x7k2q_gpus.log": _REJECTED},
+    )
+    capsys.readouterr()
+    code = run(["scan", "-A", "--from", str(root), "-o", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    validate(doc)
+    assert code == 1
+    rows = [(i["target"]["kind"], i["target"]["name"], i["verdict"]["rule"]) for i in doc["items"]]
+    assert rows == [("Node", "gpu-node-3", "DRA-PUB-SLICE-PUBLISH-FAILED")]
+
+
+def test_scan_plugin_log_naming_no_node_gets_a_pod_row(tmp_path, capsys):
+    forbidden = _REJECTED.replace(
+        'ResourceSlice.resource.k8s.io \\"00000-gpu.nvidia.com-gpu-node-3-abcde\\" is invalid: '
+        "spec.devices[0].attributes: Too many: 40: must have at most 32 items",
+        'resourceslices.resource.k8s.io is forbidden: User \\"system:serviceaccount:d:p\\" '
+        'cannot create resource \\"resourceslices\\"',
+    )
+    root = k8s.write_input(
+        tmp_path / "in",
+        objects={"resourceslices": []},
+        logs={"logs/d/dra-driver-nvidia-gpu-kubelet-plugin-x7k2q/gpus.log": forbidden},
+    )
+    capsys.readouterr()
+    code = run(["scan", "-A", "--from", str(root)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "Pod d/dra-driver-nvidia-gpu-kubelet-plugin-x7k2q" in out
+    assert "DRA-PUB-SLICE-PUBLISH-FAILED" in out and "nothing unhealthy" not in out
+
+
+def test_scan_healthy_plugin_log_is_no_row(tmp_path, capsys):
+    synced = (
+        'I0601 10:00:03.1 1 resourceslicecontroller.go:634] "ResourceSlice informer has synced"\n'
+    )
+    root = k8s.write_input(
+        tmp_path / "in",
+        objects={"resourceslices": [k8s.resource_slice(node="gpu-node-3")]},
+        logs={"dra-driver-nvidia-gpu-kubelet-plugin-x7k2q_gpus.log": synced},
+    )
+    capsys.readouterr()
+    assert run(["scan", "-A", "--from", str(root)]) == 0
+    assert "nothing unhealthy found" in capsys.readouterr().out

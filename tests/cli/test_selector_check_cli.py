@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+import doc_schemas
 import pytest
 
 from dradiag.cli.app import run
@@ -14,7 +14,6 @@ from dradiag.cli.app import run
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "selector_check"
 SLICES = str(FIXTURES / "slices")
-SCHEMA = json.loads((ROOT / "docs" / "schema" / "selector-check.schema.json").read_text())
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -26,7 +25,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
     code, out, err = _run(capsys, *argv, "-o", "json")
     doc = json.loads(out)
-    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    doc_schemas.validate(doc, "selector-check")
     return code, doc
 
 

@@ -7,14 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+import doc_schemas
 import pytest
 import yaml
 
 from dradiag.cli.app import run
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((ROOT / "docs" / "schema" / "simulation.schema.json").read_text())
 _spec = importlib.util.spec_from_file_location(
     "allocation_fixtures", ROOT / "tests" / "analyses" / "allocation" / "conftest.py"
 )
@@ -82,7 +81,7 @@ def test_allocated_exits_0_with_a_schema_valid_document(
     )
     assert code == 0
     doc = json.loads(out)
-    jsonschema.validate(doc, SCHEMA)
+    doc_schemas.validate(doc, "simulation")
     assert doc["outcome"] == "allocated"
     assert (
         doc["results"][0]["allocation"]["devices"]["results"][0]["device"] == "gpu-0-mig-1g5gb-19-6"
@@ -97,7 +96,7 @@ def test_unschedulable_exits_1_and_names_the_holder(
     )
     assert code == 1
     doc = json.loads(out)
-    jsonschema.validate(doc, SCHEMA)
+    doc_schemas.validate(doc, "simulation")
     assert doc["error"] == "cannot allocate all claims"
     (funnel,) = doc["explanation"]
     assert funnel["blocking"] == "free" and funnel["holders"] == ["serving/inference"]

@@ -151,9 +151,10 @@ def test_diagnoses_document_and_yaml_round_trip():
         diagnosis_document(_diagnosis(), SOURCE, collection_block([])),
         diagnosis_document(_diagnosis(VerdictStatus.OK), SOURCE, collection_block([])),
     ]
-    doc = diagnoses_document(items)
+    doc = diagnoses_document(items, collection_block([]))
     jsonschema.Draft202012Validator(ITEMS, registry=REGISTRY).validate(doc)
     assert doc["schemaVersion"] == "dradiag.diagnoses/v1"
+    assert doc["collection"] == {"partial": False, "errors": []}
     assert yaml.safe_load(dump_document(doc, "yaml")) == doc
     assert json.loads(dump_document(doc, "json")) == doc
 
@@ -168,3 +169,21 @@ def test_synthesized_target_is_marked():
     doc = diagnosis_document(d, SOURCE, collection_block([]))
     jsonschema.validate(doc, ITEM)
     assert doc["target"]["synthesized"] is True and doc["target"]["uid"] is None
+
+
+def test_collection_names_the_unread_kinds_and_is_partial():
+    from dradiag.snapshot.model import Coverage, Kind, KindRecord
+
+    unread = [
+        KindRecord(kind=Kind.RESOURCE_CLAIM, coverage=Coverage.UNKNOWN, reason="forbidden (403)"),
+        KindRecord(kind=Kind.RESOURCE_SLICE, coverage=Coverage.ABSENT, reason="not served"),
+    ]
+    block = collection_block([], unread=unread)
+    assert block["partial"] is True
+    assert block["unread"] == [
+        {"kind": "ResourceClaim", "coverage": "unknown", "reason": "forbidden (403)"},
+        {"kind": "ResourceSlice", "coverage": "absent", "reason": "not served"},
+    ]
+    doc = diagnoses_document([], block)
+    jsonschema.Draft202012Validator(ITEMS, registry=REGISTRY).validate(doc)
+    assert "unread" not in collection_block([])

@@ -73,7 +73,7 @@ def test_no_colour_codes_unless_asked():
 
 
 def test_pod_view_and_scan_table():
-    doc = diagnoses_document([_doc(), _doc()])
+    doc = diagnoses_document([_doc(), _doc()], collection_block([]))
     assert render_diagnoses(doc).count("BROKEN  ResourceClaim ml/c") == 2
     table = render_scan(doc)
     header, *rows = [line for line in table.splitlines() if line.strip()]
@@ -86,5 +86,18 @@ def test_pod_view_and_scan_table():
         "DRA-INJ-CDI-UNRESOLVABLE",
     ]
     assert "the container runtime cannot resolve" in table
-    assert render_scan(diagnoses_document([])).strip() == "nothing unhealthy found"
-    assert render_diagnoses(diagnoses_document([])).strip() == "no ResourceClaims to diagnose"
+    empty = diagnoses_document([], collection_block([]))
+    assert render_scan(empty).strip() == "nothing unhealthy found"
+    assert render_diagnoses(empty).strip() == "no ResourceClaims to diagnose"
+
+
+def test_scan_with_unread_kinds_never_says_nothing_unhealthy():
+    from dradiag.snapshot.model import Coverage, Kind, KindRecord
+
+    unread = [KindRecord(kind=Kind.RESOURCE_CLAIM, coverage=Coverage.UNKNOWN, reason="forbidden")]
+    empty = diagnoses_document([], collection_block([], unread=unread))
+    text = render_scan(empty)
+    assert "nothing unhealthy found" not in text
+    assert text.startswith("inconclusive:") and "ResourceClaim (forbidden)" in text
+    rows = diagnoses_document([_doc()], collection_block([], unread=unread))
+    assert "could not read ResourceClaim (forbidden)" in render_scan(rows)

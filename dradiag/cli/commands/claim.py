@@ -49,14 +49,19 @@ def claim(
     4 inconclusive (evidence a phase needs was not readable).
     """
     from dradiag.cli.diagnosis_run import check_output, read_snapshot, report, walk_options
-    from dradiag.cli.inputs import Target, parse_namespaced_name
+    from dradiag.cli.inputs import Target, default_namespace, parse_namespaced_name
     from dradiag.diagnosis.build import diagnose_claim
     from dradiag.render.document import collection_of, diagnosis_document
     from dradiag.render.text import render_diagnosis
 
     check_output(output)
     options = walk_options(now, stuck_after)
-    ns, name = parse_namespaced_name(target, default_namespace=namespace)
+    ns, name = parse_namespaced_name(
+        target,
+        default_namespace=default_namespace(
+            namespace, from_path=from_path, kubeconfig=kubeconfig, context=context
+        ),
+    )
     snapshot = read_snapshot(
         Target(kind="claim", namespace=ns, name=name),
         from_path=from_path,

@@ -18,7 +18,7 @@ from dradiag.cli.options import NoColor, Output, OutputFormat
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from dradiag.snapshot.model import Snapshot
+    from dradiag.snapshot.model import CollectionError, Snapshot
 
 SAMPLE_FILE = "sample.yaml"
 
@@ -99,7 +99,12 @@ def demo(
     from dradiag.cli.exit_codes import ExitCode
     from dradiag.diagnosis.build import diagnose_claim
     from dradiag.errors import UsageError
-    from dradiag.render.document import collection_of, diagnoses_document, diagnosis_document
+    from dradiag.render.document import (
+        collection_block,
+        collection_of,
+        diagnoses_document,
+        diagnosis_document,
+    )
     from dradiag.render.text import render_diagnosis
 
     check_output(output)
@@ -121,8 +126,10 @@ def demo(
     docs = []
     texts = []
     unexpected = []
+    errors: list[CollectionError] = []
     for sample in samples:
         snapshot = load_sample(samples_root() / sample["name"])
+        errors += snapshot.errors
         ns, _, claim_name = sample["claim"].partition("/")
         diagnosis = diagnose_claim(snapshot, ns, claim_name)
         doc = diagnosis_document(diagnosis, snapshot.source, collection_of(snapshot))
@@ -142,7 +149,7 @@ def demo(
     if output is OutputFormat.TEXT:
         emit({}, output, "\n".join(texts))
     else:
-        emit(diagnoses_document(docs), output, None)
+        emit(diagnoses_document(docs, collection_block(errors)), output, None)
     return ExitCode.RUNTIME if unexpected else ExitCode.OK
 
 

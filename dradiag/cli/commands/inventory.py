@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -99,9 +100,11 @@ def inventory(
     """Devices per node, type and MIG profile: published, allocated (by whom), free, still fitting."""
     from dradiag.analyses.allocation import FeatureGates
     from dradiag.analyses.inventory import build_inventory
+    from dradiag.cli.exit_codes import ExitCode
     from dradiag.cli.inputs import Target, obtain_snapshot
     from dradiag.cli.options import CommonOptions
     from dradiag.errors import UsageError
+    from dradiag.snapshot import coverage
 
     if output is OutputFormat.SARIF:
         raise UsageError("inventory writes text, json or yaml")
@@ -121,13 +124,26 @@ def inventory(
     if feature_gates:
         gates = FeatureGates.parse(feature_gates, base=gates)
     result = build_inventory(snapshot, nodes=list(node) if node else None, features=gates)
+    unread = coverage.unread(snapshot, coverage.INVENTORY_NEEDS)
+    if unread:
+        logging.getLogger("dradiag.inventory").warning(
+            "could not read: %s; the counts below are not the cluster's", coverage.describe(unread)
+        )
     if output is OutputFormat.TEXT:
         _render_text(result, no_color)
-    else:
-        from dradiag.render.document import dump_document
+        if unread:
+            from rich.console import Console
 
-        typer.echo(dump_document(result.to_dict(), output), nl=False)
-    return 0
+            Console(no_color=no_color, highlight=False, soft_wrap=True).print(
+                f"[yellow]inconclusive[/]: could not read {coverage.describe(unread)}"
+            )
+    else:
+        from dradiag.render.document import collection_of, dump_document
+
+        doc = result.to_dict()
+        doc["collection"] = collection_of(snapshot, unread)
+        typer.echo(dump_document(doc, output), nl=False)
+    return ExitCode.INCONCLUSIVE if unread else ExitCode.OK
 
 
 def register(app: typer.Typer) -> None:

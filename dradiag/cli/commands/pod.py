@@ -63,13 +63,18 @@ def pod(
         report,
         walk_options,
     )
-    from dradiag.cli.inputs import Target, parse_namespaced_name
+    from dradiag.cli.inputs import Target, default_namespace, parse_namespaced_name
     from dradiag.diagnosis.build import diagnose_pod, unresolved_pod_claims
     from dradiag.render.text import render_diagnoses
 
     check_output(output)
     options = walk_options(now, stuck_after)
-    ns, name = parse_namespaced_name(target, default_namespace=namespace)
+    ns, name = parse_namespaced_name(
+        target,
+        default_namespace=default_namespace(
+            namespace, from_path=from_path, kubeconfig=kubeconfig, context=context
+        ),
+    )
     snapshot = read_snapshot(
         Target(kind="pod", namespace=ns, name=name),
         from_path=from_path,

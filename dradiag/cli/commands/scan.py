@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import typer
 
 from dradiag.cli.options import (
@@ -61,6 +63,7 @@ def scan(
     from dradiag.diagnosis.build import scan as scan_snapshot
     from dradiag.errors import UsageError
     from dradiag.render.text import render_scan
+    from dradiag.snapshot import coverage
 
     check_output(output)
     if namespace and all_namespaces:
@@ -82,13 +85,19 @@ def scan(
         exit_zero=exit_zero,
     )
     diagnoses = scan_snapshot(snapshot, namespace=namespace or None, options=options)
+    unread = coverage.unread(snapshot, coverage.SCAN_NEEDS)
+    if unread:
+        logging.getLogger("dradiag.scan").warning(
+            "could not read: %s; scan will not call the cluster healthy", coverage.describe(unread)
+        )
     return report(
-        diagnoses_document(snapshot, diagnoses),
+        diagnoses_document(snapshot, diagnoses, unread),
         diagnoses,
         render=render_scan,
         output=output,
         no_color=no_color,
         exit_zero=exit_zero,
+        inconclusive=bool(unread),
     )
 
 

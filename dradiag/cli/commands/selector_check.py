@@ -139,6 +139,9 @@ def selector_check(
         check = check_manifests(snapshot, manifests, nodes=node, now=now)
         doc = manifests_document(snapshot, check)
         broken = any(f["severity"] == "error" for f in doc["findings"])
+    from dradiag.render.document import collection_of
+
+    doc["collection"] = collection_of(snapshot)
     _emit(doc, output, no_color)
     if exit_zero:
         return ExitCode.OK

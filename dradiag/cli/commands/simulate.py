@@ -264,9 +264,11 @@ def simulate(
     if output is OutputFormat.TEXT:
         _render_text(sim, no_color)
     else:
-        from dradiag.render.document import dump_document
+        from dradiag.render.document import collection_of, dump_document
 
-        typer.echo(dump_document(sim.to_dict(), output), nl=False)
+        doc = sim.to_dict()
+        doc["collection"] = collection_of(snapshot)
+        typer.echo(dump_document(doc, output), nl=False)
     if exit_zero or sim.allocated:
         return ExitCode.OK
     return ExitCode.BROKEN

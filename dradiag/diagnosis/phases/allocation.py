@@ -308,9 +308,15 @@ def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> P
         PhaseStatus.BROKEN,
         PhaseStatus.UNKNOWN,
     )
+    # ``claim`` and ``scan`` take this same path (one verdict per claim); a scan shares one
+    # simulation among the claims with the same spec (ScanContext.simulation).
     simulated_rules: set[str] = set()
     if walk.options.simulate and pending and not selection_undecided:
-        simulated = _allocation_simulation(walk)
+        simulated = (
+            walk.shared.simulation(walk.claim, lambda: _allocation_simulation(walk))
+            if walk.shared is not None
+            else _allocation_simulation(walk)
+        )
         if simulated is not None:
             findings += simulated[0]
             simulated_rules = {f.rule for f in simulated[0]}

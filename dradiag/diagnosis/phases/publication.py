@@ -270,7 +270,7 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
     for driver in drivers if slices_collected else ():
         if not snap.slices_for(driver=driver):
             plugin_note = ""
-            if snap.is_collected(Kind.POD) and not any(ph.is_plugin_pod(p) for p in snap.pods):
+            if snap.is_collected(Kind.POD) and not walk.any_plugin_pod():
                 plugin_note = " No kubelet-plugin pod of the DRA driver is in the snapshot either."
             findings.append(
                 Finding(

@@ -35,19 +35,31 @@ def _selection_analysis(
     """
     from dradiag.analyses.selection import analyze_claim_selection, selection_findings
 
+    def compute() -> list[Finding]:
+        result = analyze_claim_selection(
+            snapshot or walk.snapshot,
+            walk.claim.get("spec") or {},
+            namespace=namespace_of(walk.claim),
+            claim_name=None if walk.synthesized else name_of(walk.claim),
+            builtin_classes_fallback=builtin_classes,
+        )
+        return list(selection_findings(result))
+
+    if (
+        walk.shared is not None
+        and not walk.synthesized
+        and snapshot is None
+        and not builtin_classes
+    ):
+        # One analysis per distinct spec in a namespace, its findings re-addressed to each
+        # claim, so scan says exactly what ``claim`` says (ScanContext.selection).
+        return walk.shared.selection(walk.claim, compute)
     key = None
     if walk.selection_cache is not None and snapshot is None and not builtin_classes:
         key = (namespace_of(walk.claim), json.dumps(walk.claim.get("spec") or {}, sort_keys=True))
         if key in walk.selection_cache:
             return list(walk.selection_cache[key])
-    result = analyze_claim_selection(
-        snapshot or walk.snapshot,
-        walk.claim.get("spec") or {},
-        namespace=namespace_of(walk.claim),
-        claim_name=None if walk.synthesized or key is not None else name_of(walk.claim),
-        builtin_classes_fallback=builtin_classes,
-    )
-    findings = list(selection_findings(result))
+    findings = compute()
     if key is not None and walk.selection_cache is not None:
         walk.selection_cache[key] = findings
     return findings

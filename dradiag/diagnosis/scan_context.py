@@ -1,0 +1,169 @@
+"""What one ``scan`` computes once and every claim and node walk of it reads.
+
+A scan walks tens of thousands of claims over thousands of nodes, and most of what a
+walk needs is the same for thousands of them: which pods are kubelet plugins and on
+which node, each node's plugin health, the rule matches over each plugin pod and its
+logs, the selection analysis of a spec. Computing those per claim (or, worse, per
+node over every pod) made scan grow with nodes × pods. One ScanContext per scan,
+passed down explicitly, holds them; nothing is cached at module level, so two
+snapshots in one process never share an answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dradiag.analyses import plugin_health as ph
+from dradiag.snapshot.model import K8sObject, Snapshot, key_of, namespace_of
+from dradiag.vocabulary import Evidence, Finding
+
+Simulated = tuple[list[Finding], list[str]]
+"""The allocation simulator's findings for a claim, and the nodes where it fits now."""
+
+
+@dataclass(frozen=True, slots=True)
+class PluginLogHit:
+    """One rule match in a plugin pod's log, with which log it came from."""
+
+    finding: Finding
+    previous: bool
+    container: str
+
+
+@dataclass(slots=True)
+class ScanContext:
+    """Per-scan facts shared by every walk of one snapshot (see the module docstring)."""
+
+    snapshot: Snapshot
+    rulebook: Any | None
+    plugins: ph.PluginIndex
+    selection_cache: dict[tuple[str, str], list[Finding]] = field(default_factory=dict)
+    """Claims with the same spec in a namespace select alike."""
+    _health: dict[str, ph.PluginHealth] = field(default_factory=dict)
+    _object_hits: dict[str, list[Finding]] = field(default_factory=dict)
+    _log_hits: dict[str, list[PluginLogHit]] = field(default_factory=dict)
+    _simulations: dict[bytes, tuple[str, Simulated | None]] = field(default_factory=dict)
+    _selections: dict[tuple[str, bytes], tuple[str, list[Finding]]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, rulebook: Any | None) -> ScanContext:
+        """The context of one scan of ``snapshot``: plugin pods indexed in one pass."""
+        return cls(snapshot=snapshot, rulebook=rulebook, plugins=ph.PluginIndex(snapshot))
+
+    def plugin(self, node: str) -> ph.PluginHealth:
+        """The plugin health of ``node``, computed once per scan."""
+        health = self._health.get(node)
+        if health is None:
+            health = ph.plugin_health(self.snapshot, node, index=self.plugins)
+            self._health[node] = health
+        return health
+
+    def plugin_object_hits(self, node: str, match_objects: Callable[..., Any]) -> list[Finding]:
+        """Object-rule findings on ``node``'s plugin pod, matched once per scan."""
+        hits = self._object_hits.get(node)
+        if hits is None:
+            pod: K8sObject | None = self.plugin(node).pod
+            hits = (
+                [h.to_finding() for h in match_objects(self.rulebook, "Pod", [pod])]
+                if pod is not None and self.rulebook is not None
+                else []
+            )
+            self._object_hits[node] = hits
+        return hits
+
+    def plugin_log_hits(self, node: str, match_logs: Callable[..., Any]) -> list[PluginLogHit]:
+        """Log-rule findings in ``node``'s plugin logs, matched once per scan."""
+        hits = self._log_hits.get(node)
+        if hits is None:
+            hits = []
+            if self.rulebook is not None:
+                for log in ph.plugin_logs(self.snapshot, self.plugin(node)):
+                    hits += [
+                        PluginLogHit(h.to_finding(), log.previous, log.container)
+                        for h in match_logs(self.rulebook, [log])
+                    ]
+            self._log_hits[node] = hits
+        return hits
+
+    def simulation(
+        self, claim: K8sObject, simulate: Callable[[], Simulated | None]
+    ) -> Simulated | None:
+        """The simulator's answer for a pending ``claim``, run once per distinct spec.
+
+        The allocator's outcome for an unallocated claim depends on its spec and the
+        cluster, not on its name: thousands of pending claims from one template get one
+        simulation (on every node), its findings re-addressed to each claim.
+        """
+        key = _spec_key(claim)
+        if key is None:
+            return simulate()
+        cached = self._simulations.get(key)
+        if cached is None:
+            result = simulate()
+            self._simulations[key] = (key_of(claim), result)
+            return result
+        first, result = cached
+        if result is None:
+            return None
+        findings, fits = result
+        return [_readdressed(f, first, key_of(claim)) for f in findings], list(fits)
+
+    def selection(self, claim: K8sObject, analyse: Callable[[], list[Finding]]) -> list[Finding]:
+        """The selection analysis of ``claim``, run once per distinct spec in a namespace
+        (classes and selectors decide it, not the claim's name), re-addressed to it."""
+        spec = _spec_key(claim)
+        if spec is None:
+            return analyse()
+        key = (namespace_of(claim), spec)
+        cached = self._selections.get(key)
+        if cached is None:
+            findings = analyse()
+            self._selections[key] = (key_of(claim), findings)
+            return list(findings)
+        first, findings = cached
+        return [_readdressed(f, first, key_of(claim)) for f in findings]
+
+
+def _spec_key(claim: K8sObject) -> bytes | None:
+    """The claim's spec, canonically serialised; None when it cannot be."""
+    import orjson
+
+    try:
+        return bytes(orjson.dumps(claim.get("spec"), option=orjson.OPT_SORT_KEYS))
+    except TypeError:
+        return None
+
+
+def _readdressed(finding: Finding, old: str, new: str) -> Finding:
+    """``finding`` with the claim it was computed for (``ns/name``) replaced by ``new``."""
+    if old == new or not _mentions(finding, old):
+        return finding  # shared, not copied: 60,000 pending claims, one finding object
+    import re
+
+    # Whole keys only: team-0/claim-5 must not rewrite a holder named team-0/claim-50.
+    pattern = re.compile(r"(?<![\w.-])" + re.escape(old) + r"(?![\w.-])")
+
+    def swap(text: str) -> str:
+        return pattern.sub(lambda _m: new, text) if old in text else text
+
+    return replace(
+        finding,
+        title=swap(finding.title),
+        detail=swap(finding.detail),
+        evidence=tuple(
+            Evidence(source=e.source, ref=swap(e.ref), excerpt=swap(e.excerpt))
+            for e in finding.evidence
+        ),
+        next=tuple(swap(n) for n in finding.next),
+        identifiers=tuple((layer, swap(value)) for layer, value in finding.identifiers),
+    )
+
+
+def _mentions(finding: Finding, key: str) -> bool:
+    """Whether any text of ``finding`` contains ``key`` (then it must be re-addressed)."""
+    texts = [finding.title, finding.detail, *finding.next]
+    texts += [t for e in finding.evidence for t in (e.ref, e.excerpt)]
+    texts += [value for _layer, value in finding.identifiers]
+    return any(key in t for t in texts)
