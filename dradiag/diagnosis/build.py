@@ -68,6 +68,7 @@ from dradiag.snapshot.model import (
     K8sObject,
     Kind,
     Snapshot,
+    allocated_devices,
     name_of,
     namespace_of,
 )
@@ -254,10 +255,18 @@ def unresolved_pod_claims(snapshot: Snapshot, namespace: str, name: str) -> list
     ]
 
 
-def _quick_healthy(snapshot: Snapshot, claim: K8sObject) -> bool:
+def _quick_healthy(
+    snapshot: Snapshot, claim: K8sObject, doubly_published: frozenset[tuple[str, str, str]]
+) -> bool:
     """A cheap, conservative test that a claim needs no walk: allocated, reserved, not
-    being deleted, and every consumer pod running all containers with one listing it."""
+    being deleted, holding no device the driver published twice, and every consumer pod
+    running all containers with one listing it."""
     if (claim.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    if doubly_published and any(
+        (str(r.get("driver")), str(r.get("pool")), str(r.get("device"))) in doubly_published
+        for r in allocated_devices(claim)
+    ):
         return False
     status = claim.get("status") or {}
     if not status.get("allocation") or not status.get("reservedFor"):
@@ -304,7 +313,7 @@ def scan(
     for claim in snapshot.claims:
         if namespace is not None and namespace_of(claim) != namespace:
             continue
-        if _quick_healthy(snapshot, claim):
+        if _quick_healthy(snapshot, claim, shared.doubly_published()):
             continue
         diagnosis = walk_claim(snapshot, claim, options=options, shared=shared)
         if diagnosis.verdict.status is not VerdictStatus.OK:

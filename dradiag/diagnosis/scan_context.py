@@ -46,11 +46,25 @@ class ScanContext:
     _log_hits: dict[str, list[PluginLogHit]] = field(default_factory=dict)
     _simulations: dict[bytes, tuple[str, Simulated | None]] = field(default_factory=dict)
     _selections: dict[tuple[str, bytes], tuple[str, list[Finding]]] = field(default_factory=dict)
+    _doubly: frozenset[tuple[str, str, str]] | None = None
 
     @classmethod
     def of(cls, snapshot: Snapshot, rulebook: Any | None) -> ScanContext:
         """The context of one scan of ``snapshot``: plugin pods indexed in one pass."""
         return cls(snapshot=snapshot, rulebook=rulebook, plugins=ph.PluginIndex(snapshot))
+
+    def doubly_published(self) -> frozenset[tuple[str, str, str]]:
+        """(driver, pool, device) of every device in a GPU-and-MIG double publication
+        (``analyses.double_publication``), computed once per scan."""
+        if self._doubly is None:
+            from dradiag.analyses.double_publication import double_published
+
+            self._doubly = frozenset(
+                (pair.driver, pair.pool, name)
+                for pair in double_published(self.snapshot.slices)
+                for name in pair.devices()
+            )
+        return self._doubly
 
     def plugin(self, node: str) -> ph.PluginHealth:
         """The plugin health of ``node``, computed once per scan."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -168,80 +168,47 @@ def _compute_candidate_pool_findings(snap: Snapshot, drivers: Sequence[str]) -> 
     return out
 
 
-def _attr(dev: Mapping[str, Any], name: str) -> str:
-    value = (dev.get("attributes") or {}).get(name)
-    if isinstance(value, Mapping):
-        value = next(iter(value.values()), None)
-    return str(value) if value is not None else ""
-
-
-def _counter_sets(dev: Mapping[str, Any]) -> set[str]:
-    return {
-        str(c.get("counterSet"))
-        for c in dev.get("consumesCounters") or ()
-        if isinstance(c, Mapping) and c.get("counterSet")
-    }
-
-
-def double_published(walk: ClaimWalk, pools: Sequence[tuple[str, str]]) -> list[Finding]:
-    """GPUs published whole and as MIG devices in one pool, with no counter between them.
+def double_published_findings(walk: ClaimWalk, pools: Sequence[tuple[str, str]]) -> list[Finding]:
+    """GPUs of the claim's pools published whole and as MIG devices (``analyses``).
 
     Error when this claim holds one of the pair (its hardware is offered twice), else a
-    warning. Dynamic MIG publishes both on purpose, tied by shared counters: not a finding.
+    warning.
     """
+    from dradiag.analyses.double_publication import double_published
+
     held = {(d, p, dev) for _r, d, p, dev in claim_devices(walk.claim)}
+    slices = [s for driver, pool in pools for s in walk.snapshot.pool_slices(driver, pool)]
     out: list[Finding] = []
-    for driver, pool in pools:
-        devices = [
-            dev
-            for slc in walk.snapshot.pool_slices(driver, pool)
-            for dev in (slc.get("spec") or {}).get("devices") or ()
-            if isinstance(dev, Mapping)
-        ]
-        gpus = {
-            _attr(d, "uuid"): d for d in devices if _attr(d, "type") == "gpu" and _attr(d, "uuid")
-        }
-        for gpu_uuid, gpu in gpus.items():
-            migs = [
-                d
-                for d in devices
-                if _attr(d, "parentUUID") == gpu_uuid
-                and not (_counter_sets(d) & _counter_sets(gpu))
-            ]
-            if not migs:
-                continue
-            names = [str(gpu.get("name"))] + [str(m.get("name")) for m in migs]
-            mine = [n for n in names if (driver, pool, n) in held]
-            out.append(
-                Finding(
-                    rule=PUB_GPU_AND_MIG,
-                    phase=Phase.PUBLICATION,
-                    severity=Severity.ERROR if mine else Severity.WARNING,
-                    title="a GPU is published both whole and as its MIG devices",
-                    detail=f"Pool {pool} of {driver} offers GPU {gpu.get('name')} "
-                    f"(uuid {gpu_uuid}) as a whole device and also its {len(migs)} MIG "
-                    f"device(s) {', '.join(names[1:4])}{' …' if len(migs) > 3 else ''}, with no "
-                    "shared counters between them: the scheduler can allocate the same hardware "
-                    "to two claims" + (f"; this claim holds {', '.join(mine)}." if mine else "."),
-                    evidence=(
-                        Evidence(
-                            source=EvidenceSource.OBJECT,
-                            ref=f"ResourceSlices of pool {pool}",
-                            excerpt=f"{gpu.get('name')}: type gpu, uuid {gpu_uuid}; "
-                            + "; ".join(
-                                f"{m.get('name')}: type mig, parentUUID {gpu_uuid}"
-                                for m in migs[:2]
-                            ),
+    for pair in double_published(slices):
+        names = pair.devices()
+        mine = [n for n in names if (pair.driver, pair.pool, n) in held]
+        shown = ", ".join(pair.migs[:3]) + (" …" if len(pair.migs) > 3 else "")
+        out.append(
+            Finding(
+                rule=PUB_GPU_AND_MIG,
+                phase=Phase.PUBLICATION,
+                severity=Severity.ERROR if mine else Severity.WARNING,
+                title="a GPU is published both whole and as its MIG devices",
+                detail=f"Pool {pair.pool} of {pair.driver} offers GPU {pair.gpu} "
+                f"(uuid {pair.gpu_uuid}) as a whole device and also its {len(pair.migs)} MIG "
+                f"device(s) {shown}, with no shared counters between them: the scheduler can "
+                "allocate the same hardware to two claims"
+                + (f"; this claim holds {', '.join(mine)}." if mine else "."),
+                evidence=(
+                    Evidence(
+                        source=EvidenceSource.OBJECT,
+                        ref=f"ResourceSlices of pool {pair.pool}",
+                        excerpt=f"{pair.gpu}: type gpu, uuid {pair.gpu_uuid}; "
+                        + "; ".join(
+                            f"{m}: type mig, parentUUID {pair.gpu_uuid}" for m in pair.migs[:2]
                         ),
                     ),
-                    identifiers=(
-                        ("slice device name", str(gpu.get("name"))),
-                        ("GPU UUID", gpu_uuid),
-                    ),
-                    cause=f"GPU {gpu.get('name')} is published whole and as MIG device(s) "
-                    f"{', '.join(names[1:3])}",
-                )
+                ),
+                identifiers=(("slice device name", pair.gpu), ("GPU UUID", pair.gpu_uuid)),
+                cause=f"GPU {pair.gpu} is published whole and as MIG device(s) "
+                f"{', '.join(pair.migs[:2])}",
             )
+        )
     return out
 
 
@@ -366,7 +333,7 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
                 findings.append(hit.finding)
     if claim_nodes and slices_collected:
         findings += pool_findings(snap, sorted(pools), blocking=claim_pending)
-        findings += double_published(walk, sorted(pools))
+        findings += double_published_findings(walk, sorted(pools))
     elif claim_pending and slices_collected:
         findings += candidate_pool_findings(snap, drivers)
     plugin_pods = {id(walk.plugin(n).pod) for n in nodes if walk.plugin(n).pod is not None}
