@@ -320,17 +320,16 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
             if f.rule not in matched
         ]
         for hit in plugin_hits:
+            found = _with_log_cause(walk, health, hit.finding)
             # Plugin signatures (state, startup errors, dropped fields): current logs and
             # state always count; a previous instance's log only while the plugin is still
             # unhealthy. Once the claim is prepared there, a dead plugin no longer blocks it.
             if hit.log_previous and health.healthy:
-                findings.append(
-                    as_historical(hit.finding, "the plugin has since restarted and runs")
-                )
-            elif not blocking and hit.finding.severity is Severity.ERROR:
-                findings.append(replace(hit.finding, severity=Severity.WARNING))
+                findings.append(as_historical(found, "the plugin has since restarted and runs"))
+            elif not blocking and found.severity is Severity.ERROR:
+                findings.append(replace(found, severity=Severity.WARNING))
             else:
-                findings.append(hit.finding)
+                findings.append(found)
     if claim_nodes and slices_collected:
         findings += pool_findings(snap, sorted(pools), blocking=claim_pending)
         findings += double_published_findings(walk, sorted(pools))
