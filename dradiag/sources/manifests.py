@@ -320,6 +320,13 @@ def _read_path(
     root = Path(path_arg)
     if not root.exists():
         raise InputError("no such file or directory", path=path_arg)
+    if root.is_file() and root.suffix not in MANIFEST_SUFFIXES + (LOG_SUFFIX,):
+        from dradiag.sources import bundle_read
+
+        if bundle_read.is_archive(root):
+            with bundle_read.unpacked(root) as directory:
+                loaded = _read_path(str(directory), exclude=exclude, defer=defer)
+            return _relabel(loaded, str(directory), path_arg)
     if root.is_file():
         if root.suffix == LOG_SUFFIX:
             log = read_log(root, None)
@@ -327,8 +334,11 @@ def _read_path(
         else:
             loaded.add(_read_bytes(root), str(root), defer=defer)
         return loaded
+    bundle = _bundle_manifest(root)
     for path in _iter_files(root):
         if path.name in exclude:
+            continue
+        if bundle is not None and _outside_bundle_objects(path, root):
             continue
         if path.name == COLLECTION_FILE and path.parent == root:
             loaded.collection = _read_collection(path)
@@ -340,6 +350,53 @@ def _read_path(
                 loaded.logs.append(log)
         else:
             logger.debug("%s: ignored (not .yaml/.yml/.json/.log)", path)
+    if bundle is not None:
+        _apply_bundle(loaded, bundle)
+    return loaded
+
+
+def _bundle_manifest(root: Path) -> Mapping[str, Any] | None:
+    from dradiag.sources import bundle_read
+
+    return bundle_read.read_manifest(root)
+
+
+def _outside_bundle_objects(path: Path, root: Path) -> bool:
+    """A bundle's own files (manifest, redactions, analysis), ``node/`` state and links:
+    not objects or container logs to read."""
+    from dradiag.sources.bundle_write import BUNDLE_FILES
+
+    rel = path.relative_to(root).parts
+    if path.is_symlink():
+        logger.warning("%s: skipped: a symbolic link inside a bundle", path)
+        return True
+    return (len(rel) == 1 and rel[0] in BUNDLE_FILES) or rel[0] == "node"
+
+
+def _apply_bundle(loaded: _Loaded, manifest: Mapping[str, Any]) -> None:
+    """Coverage from the bundle's manifest; logs as the containers wrote them."""
+    from dataclasses import replace
+
+    from dradiag.sources import bundle_read
+
+    loaded.collection = bundle_read.collection_record(manifest, [k.value for k in Kind])
+    if (manifest.get("logs") or {}).get("timestamps"):
+        loaded.logs = [
+            replace(log, text=bundle_read.strip_log_timestamps(log.text)) for log in loaded.logs
+        ]
+
+
+def _relabel(loaded: _Loaded, directory: str, archive: str) -> _Loaded:
+    """Paths inside the unpacked temp dir named as ``archive:member`` instead."""
+    from dataclasses import replace
+
+    def label(path: str | None) -> str | None:
+        if path is None or not path.startswith(directory):
+            return path
+        return f"{archive}:{path[len(directory) :].lstrip('/')}"
+
+    loaded.logs = [replace(log, source=label(log.source)) for log in loaded.logs]
+    loaded.documents = [Document(d.obj, label(d.path) or d.path, d.line) for d in loaded.documents]
     return loaded
 
 

@@ -1,0 +1,258 @@
+"""Reading a bundle (``--from bundle.tar.gz`` or its unpacked folder) safely.
+
+An archive from a customer is untrusted input. It is unpacked member by member into a
+private temporary directory (mode 0700), never with ``tarfile.extractall``, and refused
+with one line (exit 2) when any member is hostile or the archive is broken:
+
+- a name that is absolute, has ``..``, a drive or backslash, or is not plain UTF-8;
+- anything but a regular file or a directory: symlinks, hard links, devices, FIFOs;
+- more than :data:`MAX_MEMBERS` members, more than :data:`MAX_TOTAL_BYTES` unpacked or
+  :data:`MAX_MEMBER_BYTES` in one member, or an unpacked/packed ratio over
+  :data:`MAX_RATIO` (tar and gzip bombs, counted while decompressing);
+- a truncated or corrupt gzip stream or tar header.
+
+Files are created with ``O_EXCL | O_NOFOLLOW`` under directories this module made, so
+nothing is ever written outside the temporary directory; it is removed once read.
+
+``manifest.json`` maps onto the coverage model of ``collection.json``: a collector that
+read its kind is ``collected``, one the server does not serve is ``absent``, and one that
+failed or was skipped — or a kind the manifest does not mention — is ``unknown``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+import tarfile
+import tempfile
+import zlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
+
+from dradiag.errors import InputError
+
+MAX_MEMBERS = 200_000
+MAX_TOTAL_BYTES = 8 * 1024**3
+MAX_MEMBER_BYTES = 2 * 1024**3
+MAX_RATIO = 200.0
+"""Unpacked bytes per packed byte allowed; JSON and logs pack 10-30x."""
+RATIO_GRACE_BYTES = 64 * 1024**2
+"""The ratio is checked only past this much unpacked data (tiny archives pack oddly)."""
+GZIP_MAGIC = b"\x1f\x8b"
+MANIFEST = "manifest.json"
+BUNDLE_SCHEMA_PREFIX = "dradiag.bundle/"
+_KLOG_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) ", re.M)
+"""The RFC 3339 prefix ``timestamps=true`` puts before each container log line."""
+
+
+def is_archive(path: Path) -> bool:
+    """True for a gzip file (by its magic number, whatever its name)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(2) == GZIP_MAGIC
+    except OSError:
+        return False
+
+
+class _CountingReader:
+    """A file wrapper that counts packed bytes read, for the compression-ratio cap."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+        self.count = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self.count += len(data)
+        return data
+
+
+def _safe_name(name: str, path: str) -> PurePosixPath:
+    if not name or "\\" in name or "\x00" in name:
+        raise InputError(f"refused: archive member {name!r} has an unsafe name", path=path)
+    pure = PurePosixPath(name)
+    if pure.is_absolute() or re.match(r"^[A-Za-z]:", name):
+        raise InputError(f"refused: archive member {name!r} is an absolute path", path=path)
+    parts = [p for p in pure.parts if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise InputError(f"refused: archive member {name!r} leaves the bundle (..)", path=path)
+    if not parts:
+        raise InputError(f"refused: archive member {name!r} has an empty name", path=path)
+    return PurePosixPath(*parts)
+
+
+def _member_kind(member: tarfile.TarInfo) -> str | None:
+    """None for a regular file or directory, else what the member is."""
+    if member.isreg() or member.isdir():
+        return None
+    if member.issym():
+        return "a symbolic link"
+    if member.islnk():
+        return "a hard link"
+    if member.isdev() or member.ischr() or member.isblk():
+        return "a device file"
+    if member.isfifo():
+        return "a FIFO"
+    return "not a regular file"
+
+
+def unpack(archive: Path, into: Path) -> None:
+    """Unpack ``archive`` under ``into`` (an empty private directory), refusing hostility."""
+    label = str(archive)
+    total = 0
+    count = 0
+    try:
+        with archive.open("rb") as raw:
+            counting = _CountingReader(raw)
+            with tarfile.open(fileobj=counting, mode="r|gz") as tar:  # type: ignore[call-overload]
+                for member in tar:
+                    count += 1
+                    if count > MAX_MEMBERS:
+                        raise InputError(
+                            f"refused: more than {MAX_MEMBERS} archive members", path=label
+                        )
+                    name = _safe_name(member.name, label)
+                    what = _member_kind(member)
+                    if what is not None:
+                        raise InputError(
+                            f"refused: archive member {member.name!r} is {what}", path=label
+                        )
+                    target = into.joinpath(*name.parts)
+                    if member.isdir():
+                        _make_dirs(into, name.parts)
+                        continue
+                    if member.size > MAX_MEMBER_BYTES:
+                        raise InputError(
+                            f"refused: archive member {member.name!r} is larger than "
+                            f"{MAX_MEMBER_BYTES} bytes",
+                            path=label,
+                        )
+                    _make_dirs(into, name.parts[:-1])
+                    source = tar.extractfile(member)
+                    if source is None:
+                        raise InputError(f"refused: archive member {member.name!r}", path=label)
+                    total = _copy(source, target, total, counting, label)
+    except InputError:
+        raise
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        reason = str(exc) or type(exc).__name__
+        raise InputError(f"corrupt or truncated bundle archive: {reason}", path=label) from None
+
+
+def _make_dirs(root: Path, parts: tuple[str, ...]) -> None:
+    current = root
+    for part in parts:
+        current = current / part
+        try:
+            os.mkdir(current, 0o700)
+        except FileExistsError:
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                raise InputError(
+                    f"refused: archive member path {current.relative_to(root)} is used twice"
+                ) from None
+
+
+def _copy(source: IO[bytes], target: Path, total: int, counting: _CountingReader, label: str) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(target, flags, 0o600)
+    except FileExistsError:
+        raise InputError(f"refused: archive member {target.name!r} appears twice", path=label) from None
+    with os.fdopen(fd, "wb") as out:
+        while chunk := source.read(1024 * 1024):
+            total += len(chunk)
+            if total > MAX_TOTAL_BYTES:
+                raise InputError(
+                    f"refused: the archive unpacks to more than {MAX_TOTAL_BYTES} bytes", path=label
+                )
+            if total > RATIO_GRACE_BYTES and total > MAX_RATIO * max(counting.count, 1):
+                raise InputError(
+                    f"refused: the archive unpacks more than {MAX_RATIO:g} times its size "
+                    "(a compression bomb?)",
+                    path=label,
+                )
+            out.write(chunk)
+    return total
+
+
+@contextlib.contextmanager
+def unpacked(archive: Path) -> Iterator[Path]:
+    """A private temporary directory holding the archive's files, removed afterwards."""
+    directory = Path(tempfile.mkdtemp(prefix="dradiag-bundle-"))
+    try:
+        os.chmod(directory, 0o700)
+        unpack(archive, directory)
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+# -- the manifest -----------------------------------------------------------------------
+
+
+def read_manifest(directory: Path) -> Mapping[str, Any] | None:
+    """The bundle's manifest when ``directory`` is a bundle (else None)."""
+    path = directory / MANIFEST
+    if not path.is_file() or path.is_symlink():
+        return None
+    import orjson
+
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"malformed bundle manifest: {exc}", path=str(path)) from None
+    if not isinstance(doc, Mapping) or not str(doc.get("schemaVersion") or "").startswith(
+        BUNDLE_SCHEMA_PREFIX
+    ):
+        return None
+    return doc
+
+
+_COVERAGE_BY_STATUS = {"collected": "collected", "absent": "absent"}
+
+
+def collection_record(manifest: Mapping[str, Any], kinds: list[str]) -> dict[str, Any]:
+    """The manifest as a ``collection.json`` record: per kind coverage, errors, source.
+
+    ``kinds`` are every Kind the Snapshot holds: one the manifest does not mention was
+    not collected, so it is ``unknown`` (never an empty ``collected``).
+    """
+    record_kinds: dict[str, dict[str, Any]] = {
+        kind: {"coverage": "unknown", "reason": "not collected in this bundle"} for kind in kinds
+    }
+    for entry in manifest.get("collectors") or []:
+        if not isinstance(entry, Mapping) or entry.get("kind") not in record_kinds:
+            continue
+        status = str(entry.get("status") or "")
+        coverage = _COVERAGE_BY_STATUS.get(status, "unknown")
+        reason = entry.get("reason") or entry.get("error")
+        if coverage == "unknown" and not reason:
+            reason = f"bundle collector {entry.get('name')}: {status or 'no status'}"
+        record_kinds[str(entry["kind"])] = {
+            "coverage": coverage,
+            "reason": reason,
+            "scope": entry.get("scope"),
+        }
+    server = manifest.get("server") or {}
+    return {
+        "kinds": record_kinds,
+        "errors": [e for e in manifest.get("errors") or [] if isinstance(e, Mapping)],
+        "source": {
+            "kind": "bundle",
+            "context": None,
+            "collectedAt": manifest.get("collectedAt"),
+            "serverVersion": server.get("version") if isinstance(server, Mapping) else None,
+            "servedVersions": list(server.get("servedVersions") or [])
+            if isinstance(server, Mapping)
+            else [],
+        },
+    }
+
+
+def strip_log_timestamps(text: str) -> str:
+    """A log read with ``timestamps=true`` as the container wrote it (the live reads' form)."""
+    return _KLOG_TIMESTAMP.sub("", text)
