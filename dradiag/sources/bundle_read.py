@@ -93,10 +93,10 @@ def _member_kind(member: tarfile.TarInfo) -> str | None:
         return "a symbolic link"
     if member.islnk():
         return "a hard link"
-    if member.isdev() or member.ischr() or member.isblk():
-        return "a device file"
     if member.isfifo():
         return "a FIFO"
+    if member.isdev():
+        return "a device file"
     return "not a regular file"
 
 
@@ -156,12 +156,16 @@ def _make_dirs(root: Path, parts: tuple[str, ...]) -> None:
                 ) from None
 
 
-def _copy(source: IO[bytes], target: Path, total: int, counting: _CountingReader, label: str) -> int:
+def _copy(
+    source: IO[bytes], target: Path, total: int, counting: _CountingReader, label: str
+) -> int:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(target, flags, 0o600)
     except FileExistsError:
-        raise InputError(f"refused: archive member {target.name!r} appears twice", path=label) from None
+        raise InputError(
+            f"refused: archive member {target.name!r} appears twice", path=label
+        ) from None
     with os.fdopen(fd, "wb") as out:
         while chunk := source.read(1024 * 1024):
             total += len(chunk)

@@ -309,12 +309,16 @@ def collect(
             key=lambda p: (namespace_of(p), name_of(p)),
         )
         driver_keys = {(namespace_of(p), name_of(p)) for p in drivers}
+
+        def about_driver_pod(event: K8sObject) -> bool:
+            return _involves(event, driver_keys)
+
         reads = [
             c.list(
                 Kind.EVENT,
                 namespace=ns,
                 scope=f"events of DRA driver pods in {ns}",
-                keep=lambda e, keys=driver_keys: _involves(e, keys),
+                keep=about_driver_pod,
             )
             for ns in sorted({ns for ns, _ in driver_keys})
         ]
@@ -347,10 +351,14 @@ def collect(
 
 def _involves(event: K8sObject, keys: set[tuple[str, str]]) -> bool:
     involved = event.get("involvedObject") or event.get("regarding") or {}
-    return involved.get("kind") == "Pod" and (
-        str(involved.get("namespace") or ""),
-        str(involved.get("name") or ""),
-    ) in keys
+    return (
+        involved.get("kind") == "Pod"
+        and (
+            str(involved.get("namespace") or ""),
+            str(involved.get("name") or ""),
+        )
+        in keys
+    )
 
 
 # -- layout ---------------------------------------------------------------------------
@@ -365,9 +373,7 @@ def trim_node(node: K8sObject) -> dict[str, Any]:
     meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}
-    kept_meta = {
-        k: meta[k] for k in ("name", "uid", "labels", "creationTimestamp") if k in meta
-    }
+    kept_meta = {k: meta[k] for k in ("name", "uid", "labels", "creationTimestamp") if k in meta}
     kept_spec = {k: spec[k] for k in ("taints", "unschedulable", "providerID") if k in spec}
     kept_status = {k: status[k] for k in NODE_STATUS_FIELDS if k in status}
     return {

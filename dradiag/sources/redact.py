@@ -95,6 +95,7 @@ def _library() -> _Library:
             "without it, pass --no-redact to collect an unredacted bundle"
         ) from None
     patterns: list[tuple[str, re.Pattern[str]]] = []
+    cls: Any
     for cls in sorted(get_mapping_from_secret_type_to_class().values(), key=lambda c: c.__name__):
         if cls.__name__ in _EXCLUDED_PLUGINS or not issubclass(cls, RegexBasedDetector):
             continue
@@ -143,9 +144,7 @@ def _prefilter(patterns: Iterable[re.Pattern[str]]) -> Any:
     """
     import re2
 
-    parts = [
-        _LONG_REPEAT.sub(r"{\1,}", _LOOKAROUND.sub("", _scoped(p))) for p in patterns
-    ]
+    parts = [_LONG_REPEAT.sub(r"{\1,}", _LOOKAROUND.sub("", _scoped(p))) for p in patterns]
     return re2.compile("(?m)" + "|".join(parts))
 
 
@@ -207,7 +206,9 @@ class Redactor:
         done = 0
         for start, end in candidates:
             out.append(value[done:start])
-            out.append("\n".join(self._line(line, where, lib) for line in value[start:end].split("\n")))
+            out.append(
+                "\n".join(self._line(line, where, lib) for line in value[start:end].split("\n"))
+            )
             done = end
         out.append(value[done:])
         return "".join(out)

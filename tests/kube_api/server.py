@@ -963,12 +963,11 @@ class KubeAPIServer:
             data = data[: int(query["limitBytes"])]
         return 200, {"Content-Type": "text/plain"}, data
 
-
     def _node_log(
         self, req: _Request, path: str, query: Mapping[str, str]
     ) -> tuple[int, dict[str, str], bytes]:
         """The node log query: ``query=kubelet`` served from :attr:`node_logs`."""
-        if req.name not in {k[1] for k in self._by_key if k[0] == "nodes"}:
+        if ("nodes", "", req.name) not in self._by_key:
             raise self._not_found(_TYPE_BY_KIND["Node"], req.name)
         if not path.rstrip("/").endswith("/proxy/logs") or req.name not in self.node_logs:
             raise ApiStatus(404, "NotFound", "the server could not find the requested resource")
