@@ -38,8 +38,10 @@ from dradiag.errors import InputError
 MAX_MEMBERS = 200_000
 MAX_TOTAL_BYTES = 8 * 1024**3
 MAX_MEMBER_BYTES = 2 * 1024**3
-MAX_RATIO = 200.0
-"""Unpacked bytes per packed byte allowed; JSON and logs pack 10-30x."""
+MAX_RATIO = 500.0
+"""Unpacked bytes per packed byte allowed. Cluster JSON and logs pack 10-100x; deflate
+cannot pass about 1,030x, so a bomb is a large archive of one repeated byte, caught here
+or by :data:`MAX_TOTAL_BYTES`."""
 RATIO_GRACE_BYTES = 64 * 1024**2
 """The ratio is checked only past this much unpacked data (tiny archives pack oddly)."""
 GZIP_MAGIC = b"\x1f\x8b"

@@ -240,6 +240,25 @@ class Redactor:
             for container in spec.get(group) or []:
                 if isinstance(container, MutableMapping):
                     self._container(container, f"{where} container {container.get('name')}")
+        self._status_messages(pod.get("status"), f"{where} status")
+
+    def _status_messages(self, status: Any, where: str) -> None:
+        """Messages of the pod, its conditions and container states (an image pull error
+        may quote a registry URL with its credentials)."""
+        if not isinstance(status, MutableMapping):
+            return
+        holders: list[Any] = [status, *(status.get("conditions") or [])]
+        for group in ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses"):
+            for st in status.get(group) or []:
+                if not isinstance(st, Mapping):
+                    continue
+                for state_key in ("state", "lastState"):
+                    state = st.get(state_key)
+                    if isinstance(state, Mapping):
+                        holders += [v for v in state.values() if isinstance(v, MutableMapping)]
+        for holder in holders:
+            if isinstance(holder, MutableMapping) and isinstance(holder.get("message"), str):
+                holder["message"] = self.text(holder["message"], where)
 
     def _container(self, container: MutableMapping[str, Any], where: str) -> None:
         for entry in container.get("env") or []:

@@ -131,3 +131,30 @@ def test_large_log_is_fast():
     started = time.perf_counter()
     assert redactor.text(text, "x") == text
     assert time.perf_counter() - started < 2.0
+
+
+def test_pod_status_messages():
+    pod = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c"}]},
+        "status": {
+            "message": "plain",
+            "containerStatuses": [
+                {
+                    "name": "c",
+                    "state": {
+                        "waiting": {
+                            "reason": "ErrImagePull",
+                            "message": "pull https://u:pw0rdpw0rd@registry.example.com/x failed",
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    redactor = Redactor()
+    redactor.pod(pod, "Pod ns/p")
+    waiting = pod["status"]["containerStatuses"][0]["state"]["waiting"]
+    assert waiting["message"] == f"pull https://u:{REDACTED}@registry.example.com/x failed"
+    assert waiting["reason"] == "ErrImagePull"
+    assert redactor.report()["byPlace"] == {"Pod ns/p status": {"URLCredentials": 1}}
