@@ -395,7 +395,7 @@ def _api_version(group: str, version: str) -> str:
     return version if group == "core" else f"{group}/{version}"
 
 
-def _dumps(doc: Any) -> bytes:
+def dumps(doc: Any) -> bytes:
     """JSON with sorted keys and a final newline: byte-identical for the same content."""
     import orjson
 
@@ -457,7 +457,7 @@ def lay_out(collected: Collected, redactor: Redactor) -> Layout:
             files.setdefault(path, []).append(obj)
         size = 0
         for path, items in sorted(files.items()):
-            data = _dumps({"apiVersion": api_version, "kind": f"{kind.value}List", "items": items})
+            data = dumps({"apiVersion": api_version, "kind": f"{kind.value}List", "items": items})
             layout.members[path] = data
             size += len(data)
         layout.collectors.append(

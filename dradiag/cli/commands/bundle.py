@@ -15,7 +15,6 @@ import typer
 
 from dradiag.cli.options import (
     DEFAULT_REQUEST_TIMEOUT,
-    DEFAULT_TIMEOUT,
     AllNamespaces,
     As,
     AsGroup,
@@ -25,6 +24,10 @@ from dradiag.cli.options import (
     RequestTimeout,
     Timeout,
 )
+
+BUNDLE_TIMEOUT = 300.0
+"""The overall read limit of a bundle (``--timeout``): every driver pod's logs of a large
+cluster take longer than one diagnosis's reads (5,000 plugin pods: about a minute)."""
 
 if TYPE_CHECKING:
     from dradiag.sources.bundle_write import BundleScope
@@ -85,7 +88,7 @@ def bundle(
     kubeconfig: Kubeconfig = None,
     context: Context = None,
     request_timeout: RequestTimeout = DEFAULT_REQUEST_TIMEOUT,
-    timeout: Timeout = DEFAULT_TIMEOUT,
+    timeout: Timeout = BUNDLE_TIMEOUT,
     as_user: As = None,
     as_groups: AsGroup = None,
     no_color: NoColor = False,
@@ -210,7 +213,8 @@ def _collect_and_write(
             manifest = bundle_write.manifest(
                 collected, layout, scope, redactor, tool_version=__version__
             )
-            layout.members[bundle_write.MANIFEST] = bundle_write._dumps(manifest)
+            del collected  # the raw objects and their Snapshot: the members hold it all now
+            layout.members[bundle_write.MANIFEST] = bundle_write.dumps(manifest)
             progress.update("scanning the bundle (analysis.json)")
             analysis, status = _analysis(layout.members)
             manifest["analysis"] = status
@@ -218,8 +222,8 @@ def _collect_and_write(
                 layout.members[bundle_write.ANALYSIS] = redactor.text(
                     analysis, bundle_write.ANALYSIS
                 ).encode()
-            layout.members[bundle_write.REDACTIONS] = bundle_write._dumps(redactor.report())
-            layout.members[bundle_write.MANIFEST] = bundle_write._dumps(manifest)
+            layout.members[bundle_write.REDACTIONS] = bundle_write.dumps(redactor.report())
+            layout.members[bundle_write.MANIFEST] = bundle_write.dumps(manifest)
             try:
                 bundle_write.write_archive(layout.members, path)
             except OSError as exc:
