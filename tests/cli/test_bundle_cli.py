@@ -148,6 +148,7 @@ def test_planted_credentials_appear_nowhere(leaky, tmp_path, capsys):
     for label, value in [*PLANTED.items(), ("kubeconfig token", KUBECONFIG_TOKEN)]:
         assert value.encode() not in raw, f"{label} leaked into the bundle"
     assert b"customer-prod-ctx" not in raw
+    assert b"/dradiag-bundle-" not in raw  # no temp dir path in analysis.json's evidence
     members = _members(archive)
     # The evidence around the secrets survives.
     log = members[f"logs/{PLUGIN[0]}/{PLUGIN[1]}/gpus.log"].decode()

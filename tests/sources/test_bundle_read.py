@@ -180,3 +180,25 @@ def test_manifest_maps_collector_statuses_to_coverage():
 def test_log_timestamps_stripped():
     text = "2026-07-22T02:41:10.552301Z I0722 02:41:10 x\n2026-07-22T02:41:11Z plain\nno stamp\n"
     assert bundle_read.strip_log_timestamps(text) == "I0722 02:41:10 x\nplain\nno stamp\n"
+
+
+def test_unpacked_bundle_skips_symlinks_and_its_own_files(tmp_path, capsys):
+    outside = tmp_path / "outside.json"
+    outside.write_bytes(CLAIM.replace(b'"name": "c"', b'"name": "stolen"'))
+    folder = tmp_path / "bundle"
+    (folder / "resources").mkdir(parents=True)
+    (folder / "manifest.json").write_text('{"schemaVersion": "dradiag.bundle/v1"}')
+    (folder / "analysis.json").write_text('{"schemaVersion": "dradiag.diagnoses/v1", "items": []}')
+    (folder / "resources" / "claims.json").write_bytes(CLAIM)
+    (folder / "resources" / "link.json").symlink_to(outside)
+    (folder / "node" / "n1").mkdir(parents=True)
+    (folder / "node" / "n1" / "kubelet.log").write_text("journal\n")
+
+    from dradiag.sources.manifests import load_snapshot
+
+    snapshot = load_snapshot(str(folder))
+    assert [c["metadata"]["name"] for c in snapshot.claims] == ["c"]
+    assert list(snapshot.logs) == []
+    assert snapshot.source.kind == "bundle"
+    # Kinds the manifest does not list were not collected: unknown, not empty.
+    assert {r.coverage.value for r in snapshot.coverage.values()} == {"unknown"}

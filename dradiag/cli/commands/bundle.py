@@ -255,7 +255,9 @@ def _analysis(members: dict[str, bytes]) -> tuple[str | None, dict[str, Any]]:
             return None, {"status": "failed", "error": str(exc).replace(directory, "bundle")}
         diagnoses = scan(snapshot, namespace=None, options=walk_options(None, "5m"))
         doc = diagnoses_document(snapshot, diagnoses)
-        return dump_document(doc, "json"), {"status": "collected", "diagnoses": len(diagnoses)}
+        # Evidence names log files by path: the bundle's member path, not the temp dir's.
+        text = dump_document(doc, "json").replace(str(root) + "/", "")
+        return text, {"status": "collected", "diagnoses": len(diagnoses)}
 
 
 def register(app: typer.Typer) -> None:
