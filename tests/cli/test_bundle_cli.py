@@ -354,3 +354,21 @@ def test_default_name_is_a_utc_timestamp(kube_api, tmp_path, capsys, monkeypatch
     assert name.startswith("dradiag-bundle-") and name.endswith("Z.tar.gz")
     assert (tmp_path / name).is_file()
     assert io.BytesIO((tmp_path / name).read_bytes()).read(2) == b"\x1f\x8b"
+
+
+def test_pod_scoped_bundle_gives_the_live_pod_verdicts(kube_api, tmp_path, capsys):
+    archive = _bundle(kube_api, tmp_path, capsys, "--pod", "ml/infer-0")
+    manifest = json.loads(_members(archive)["manifest.json"])
+    assert manifest["scope"]["pods"] == ["ml/infer-0"]
+    assert manifest["scope"]["allNamespaces"] is False
+    kubeconfig = str(tmp_path / "kubeconfig")
+    results = []
+    for source in (["--from", str(archive)], ["--kubeconfig", kubeconfig]):
+        capsys.readouterr()
+        code = run(["pod", "ml/infer-0", *source, "-o", "json"])
+        doc = json.loads(capsys.readouterr().out)
+        results.append(
+            (code, [(i["target"]["name"], i["verdict"]["status"]) for i in doc["items"]])
+        )
+    assert results[0] == results[1]
+    assert results[0][1]
