@@ -14,13 +14,16 @@ assignments come from Yelp's ``detect-secrets``, a maintained, widely used secre
 scanner: its plugins' compiled patterns are applied here, so new formats arrive with the
 library. Its entropy and public-IP plugins are left out on purpose: GPU UUIDs, pod UIDs
 and node addresses are the evidence a diagnosis needs, not secrets. Its generic plugins
-stop at the marker (``BEGIN RSA PRIVATE KEY``) or need a scanner context, so four
-generic shapes are dradiag's own: a whole PEM block, ``Bearer <token>``, JWTs and
-``scheme://user:pass@``.
+stop at the marker (``BEGIN RSA PRIVATE KEY``) or need a scanner context, so five
+generic shapes are dradiag's own: a whole PEM block, ``Bearer <token>``,
+``token=<value>``, JWTs and ``scheme://user:pass@``.
 
-``detect-secrets`` scans a line with ~25 plugins at about 0.2 ms; a 5,000-line log would
-take a second. A cheap prefilter (any plugin's pattern, one combined pass) picks the few
-lines worth the full scan, so redaction costs about as much as reading the line.
+``detect-secrets``' own line scanner runs its ~25 plugins at about 2 ms a line (490
+lines/s measured here, entropy plugins included): a 5,000-line plugin log would take ten
+seconds. So its regex plugins' compiled patterns are used directly, behind one RE2
+prefilter over the whole text (every pattern joined, look-arounds dropped: a superset),
+which finds the few candidate lines in linear time (50,000 clean lines: about 15 ms);
+only those lines get the exact patterns and the keyword plugin.
 
 Counts of what was removed, per place and per pattern, go to ``redactions.json``; the
 values never leave this module.
