@@ -1,18 +1,20 @@
 """Reading a bundle (``--from bundle.tar.gz`` or its unpacked folder) safely.
 
-An archive from a customer is untrusted input. It is unpacked member by member into a
-private temporary directory (mode 0700), never with ``tarfile.extractall``, and refused
-with one line (exit 2) when any member is hostile or the archive is broken:
+An archive from a customer is untrusted input. It is read member by member from the
+gzip stream into memory, never unpacked to disk (no ``tarfile.extractall``: nothing is
+written anywhere, so no link or name can point a write outside), and refused with one
+line (exit 2) when any member is hostile or the archive is broken:
 
-- a name that is absolute, has ``..``, a drive or backslash, or is not plain UTF-8;
+- a name that is absolute, has ``..``, a drive or backslash, or appears twice;
 - anything but a regular file or a directory: symlinks, hard links, devices, FIFOs;
 - more than :data:`MAX_MEMBERS` members, more than :data:`MAX_TOTAL_BYTES` unpacked or
   :data:`MAX_MEMBER_BYTES` in one member, or an unpacked/packed ratio over
   :data:`MAX_RATIO` (tar and gzip bombs, counted while decompressing);
 - a truncated or corrupt gzip stream or tar header.
 
-Files are created with ``O_EXCL | O_NOFOLLOW`` under directories this module made, so
-nothing is ever written outside the temporary directory; it is removed once read.
+Reading in memory is also what keeps a large bundle fast: its 5,000 log files would
+otherwise cost as many file creations, directories and deletions (on an overlay
+filesystem, tens of seconds).
 
 ``manifest.json`` maps onto the coverage model of ``collection.json``: a collector that
 read its kind is ``collected``, one the server does not serve is ``absent``, and one that
@@ -21,23 +23,18 @@ failed or was skipped — or a kind the manifest does not mention — is ``unkno
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import shutil
-import stat
 import tarfile
-import tempfile
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from dradiag.errors import InputError
 
 MAX_MEMBERS = 200_000
-MAX_TOTAL_BYTES = 8 * 1024**3
-MAX_MEMBER_BYTES = 2 * 1024**3
+MAX_TOTAL_BYTES = 4 * 1024**3
+MAX_MEMBER_BYTES = 1024**3
 MAX_RATIO = 500.0
 """Unpacked bytes per packed byte allowed. Cluster JSON and logs pack 10-100x; deflate
 cannot pass about 1,030x, so a bomb is a large archive of one repeated byte, caught here
@@ -46,6 +43,8 @@ RATIO_GRACE_BYTES = 64 * 1024**2
 """The ratio is checked only past this much unpacked data (tiny archives pack oddly)."""
 GZIP_MAGIC = b"\x1f\x8b"
 MANIFEST = "manifest.json"
+BUNDLE_FILES = frozenset({MANIFEST, "redactions.json", "analysis.json"})
+"""A bundle's own top-level files (``bundle_write`` writes them): not Kubernetes objects."""
 BUNDLE_SCHEMA_PREFIX = "dradiag.bundle/"
 _KLOG_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) ", re.M)
 """The RFC 3339 prefix ``timestamps=true`` puts before each container log line."""
@@ -102,9 +101,14 @@ def _member_kind(member: tarfile.TarInfo) -> str | None:
     return "not a regular file"
 
 
-def unpack(archive: Path, into: Path) -> None:
-    """Unpack ``archive`` under ``into`` (an empty private directory), refusing hostility."""
+def read_archive(archive: Path) -> dict[str, bytes]:
+    """Every regular file of ``archive`` (member path → bytes), refusing hostility.
+
+    Nothing is written anywhere: members are checked and read one by one from the
+    stream, so a refused archive leaves no trace and links have nothing to point into.
+    """
     label = str(archive)
+    members: dict[str, bytes] = {}
     total = 0
     count = 0
     try:
@@ -123,9 +127,7 @@ def unpack(archive: Path, into: Path) -> None:
                         raise InputError(
                             f"refused: archive member {member.name!r} is {what}", path=label
                         )
-                    target = into.joinpath(*name.parts)
                     if member.isdir():
-                        _make_dirs(into, name.parts)
                         continue
                     if member.size > MAX_MEMBER_BYTES:
                         raise InputError(
@@ -133,89 +135,93 @@ def unpack(archive: Path, into: Path) -> None:
                             f"{MAX_MEMBER_BYTES} bytes",
                             path=label,
                         )
-                    _make_dirs(into, name.parts[:-1])
+                    key = str(name)
+                    if key in members:
+                        raise InputError(
+                            f"refused: archive member {key!r} appears twice", path=label
+                        )
                     source = tar.extractfile(member)
                     if source is None:
                         raise InputError(f"refused: archive member {member.name!r}", path=label)
-                    total = _copy(source, target, total, counting, label)
+                    data, total = _read_capped(source, total, counting, label)
+                    members[key] = data
     except InputError:
         raise
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         reason = str(exc) or type(exc).__name__
         raise InputError(f"corrupt or truncated bundle archive: {reason}", path=label) from None
+    _check_tree(members, label)
+    return members
 
 
-def _make_dirs(root: Path, parts: tuple[str, ...]) -> None:
-    current = root
-    for part in parts:
-        current = current / part
-        try:
-            os.mkdir(current, 0o700)
-        except FileExistsError:
-            if not stat.S_ISDIR(os.lstat(current).st_mode):
-                raise InputError(
-                    f"refused: archive member path {current.relative_to(root)} is used twice"
-                ) from None
-
-
-def _copy(
-    source: IO[bytes], target: Path, total: int, counting: _CountingReader, label: str
-) -> int:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(target, flags, 0o600)
-    except FileExistsError:
+def _check_tree(members: Mapping[str, bytes], label: str) -> None:
+    """No member may also be another's directory (``a`` and ``a/b``)."""
+    directories = {
+        "/".join(name.split("/")[:i]) for name in members for i in range(1, name.count("/") + 1)
+    }
+    clash = sorted(directories & members.keys())
+    if clash:
         raise InputError(
-            f"refused: archive member {target.name!r} appears twice", path=label
-        ) from None
-    with os.fdopen(fd, "wb") as out:
-        while chunk := source.read(1024 * 1024):
-            total += len(chunk)
-            if total > MAX_TOTAL_BYTES:
-                raise InputError(
-                    f"refused: the archive unpacks to more than {MAX_TOTAL_BYTES} bytes", path=label
-                )
-            if total > RATIO_GRACE_BYTES and total > MAX_RATIO * max(counting.count, 1):
-                raise InputError(
-                    f"refused: the archive unpacks more than {MAX_RATIO:g} times its size "
-                    "(a compression bomb?)",
-                    path=label,
-                )
-            out.write(chunk)
-    return total
+            f"refused: archive member {clash[0]!r} is both a file and a directory", path=label
+        )
 
 
-@contextlib.contextmanager
-def unpacked(archive: Path) -> Iterator[Path]:
-    """A private temporary directory holding the archive's files, removed afterwards."""
-    directory = Path(tempfile.mkdtemp(prefix="dradiag-bundle-"))
-    try:
-        os.chmod(directory, 0o700)
-        unpack(archive, directory)
-        yield directory
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+def _read_capped(
+    source: IO[bytes], total: int, counting: _CountingReader, label: str
+) -> tuple[bytes, int]:
+    chunks = []
+    while chunk := source.read(1024 * 1024):
+        total += len(chunk)
+        if total > MAX_TOTAL_BYTES:
+            raise InputError(
+                f"refused: the archive unpacks to more than {MAX_TOTAL_BYTES} bytes", path=label
+            )
+        if total > RATIO_GRACE_BYTES and total > MAX_RATIO * max(counting.count, 1):
+            raise InputError(
+                f"refused: the archive unpacks more than {MAX_RATIO:g} times its size "
+                "(a compression bomb?)",
+                path=label,
+            )
+        chunks.append(chunk)
+    return b"".join(chunks), total
 
 
 # -- the manifest -----------------------------------------------------------------------
 
 
 def read_manifest(directory: Path) -> Mapping[str, Any] | None:
-    """The bundle's manifest when ``directory`` is a bundle (else None)."""
+    """The manifest when ``directory`` is a bundle (else None)."""
     path = directory / MANIFEST
     if not path.is_file() or path.is_symlink():
+        return None
+    return parse_manifest(path.read_bytes(), str(directory))
+
+
+def parse_manifest(data: bytes | None, label: str) -> Mapping[str, Any] | None:
+    """``manifest.json``'s document when it is a dradiag bundle's (else None)."""
+    if data is None:
         return None
     import orjson
 
     try:
-        doc = orjson.loads(path.read_bytes())
+        doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"malformed bundle manifest: {exc}", path=str(path)) from None
+        raise InputError(f"malformed bundle manifest: {exc}", path=f"{label}/{MANIFEST}") from None
     if not isinstance(doc, Mapping) or not str(doc.get("schemaVersion") or "").startswith(
         BUNDLE_SCHEMA_PREFIX
     ):
         return None
     return doc
+
+
+def holds_objects(parts: tuple[str, ...]) -> bool:
+    """False for a bundle's own top-level files (manifest, redactions, analysis) and its
+    ``node/`` state: they are not Kubernetes objects or container logs."""
+    if not parts:
+        return False
+    if len(parts) == 1 and parts[0] in BUNDLE_FILES:
+        return False
+    return parts[0] != "node"
 
 
 _COVERAGE_BY_STATUS = {"collected": "collected", "absent": "absent"}

@@ -70,8 +70,6 @@ SCHEMA_VERSION = "dradiag.bundle/v1"
 MANIFEST = "manifest.json"
 REDACTIONS = "redactions.json"
 ANALYSIS = "analysis.json"
-BUNDLE_FILES = frozenset({MANIFEST, REDACTIONS, ANALYSIS})
-"""The bundle's own top-level files: not Kubernetes objects."""
 FIXED_MTIME = 0
 """Every member's mtime: the collection time lives in the manifest, not in the tar headers."""
 KUBELET_LOG_TAIL_LINES = 20000

@@ -269,6 +269,11 @@ def _log_identity(path: Path, root: Path | None) -> tuple[str | None, str, str, 
 
 def read_log(path: Path, root: Path | None) -> ContainerLog | None:
     """A container log file as a ContainerLog; None (with a warning) when unattributable."""
+    return log_from_bytes(None, path, root)
+
+
+def log_from_bytes(data: bytes | None, path: Path, root: Path | None) -> ContainerLog | None:
+    """A container log (read from ``path`` when ``data`` is None) as a ContainerLog."""
     ident = _log_identity(path, root)
     if ident is None:
         logger.warning(
@@ -277,7 +282,8 @@ def read_log(path: Path, root: Path | None) -> ContainerLog | None:
             path,
         )
         return None
-    data = path.read_bytes()
+    if data is None:
+        data = _read_bytes(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -324,9 +330,7 @@ def _read_path(
         from dradiag.sources import bundle_read
 
         if bundle_read.is_archive(root):
-            with bundle_read.unpacked(root) as directory:
-                loaded = _read_path(str(directory), exclude=exclude, defer=defer)
-            return _relabel(loaded, str(directory), path_arg)
+            return read_members(bundle_read.read_archive(root), path_arg, exclude, defer=defer)
     if root.is_file():
         if root.suffix == LOG_SUFFIX:
             log = read_log(root, None)
@@ -334,43 +338,62 @@ def _read_path(
         else:
             loaded.add(_read_bytes(root), str(root), defer=defer)
         return loaded
-    bundle = _bundle_manifest(root)
+    from dradiag.sources import bundle_read
+
+    bundle = bundle_read.read_manifest(root)
     for path in _iter_files(root):
         if path.name in exclude:
             continue
-        if bundle is not None and _outside_bundle_objects(path, root):
-            continue
-        if path.name == COLLECTION_FILE and path.parent == root:
-            loaded.collection = _read_collection(path)
-        elif path.suffix in MANIFEST_SUFFIXES:
-            loaded.add(_read_bytes(path), str(path), defer=defer)
-        elif path.suffix == LOG_SUFFIX:
-            log = read_log(path, root)
-            if log is not None:
-                loaded.logs.append(log)
-        else:
-            logger.debug("%s: ignored (not .yaml/.yml/.json/.log)", path)
+        if bundle is not None:
+            if path.is_symlink():
+                logger.warning("%s: skipped: a symbolic link inside a bundle", path)
+                continue
+            if not bundle_read.holds_objects(path.relative_to(root).parts):
+                continue
+        _add_file(loaded, path, root, _read_bytes(path) if _wanted(path) else b"", defer)
     if bundle is not None:
         _apply_bundle(loaded, bundle)
     return loaded
 
 
-def _bundle_manifest(root: Path) -> Mapping[str, Any] | None:
+def read_members(
+    members: Mapping[str, bytes], label: str, exclude: Collection[str] = (), *, defer: bool = False
+) -> _Loaded:
+    """A bundle's files held in memory (an archive read by ``bundle_read``), as a directory
+    of them would be read; ``label`` names them in messages (``bundle.tar.gz/logs/...``)."""
     from dradiag.sources import bundle_read
 
-    return bundle_read.read_manifest(root)
+    loaded = _Loaded([], [], set(), None)
+    root = Path(label)
+    bundle = bundle_read.parse_manifest(members.get(bundle_read.MANIFEST), label)
+    for name in sorted(members):
+        parts = tuple(name.split("/"))
+        if parts[-1] in exclude or any(part.startswith(".") for part in parts):
+            continue
+        if bundle is not None and not bundle_read.holds_objects(parts):
+            continue
+        _add_file(loaded, root.joinpath(*parts), root, members[name], defer)
+    if bundle is not None:
+        _apply_bundle(loaded, bundle)
+    return loaded
 
 
-def _outside_bundle_objects(path: Path, root: Path) -> bool:
-    """A bundle's own files (manifest, redactions, analysis), ``node/`` state and links:
-    not objects or container logs to read."""
-    from dradiag.sources.bundle_write import BUNDLE_FILES
+def _wanted(path: Path) -> bool:
+    return path.suffix in MANIFEST_SUFFIXES or path.suffix == LOG_SUFFIX
 
-    rel = path.relative_to(root).parts
-    if path.is_symlink():
-        logger.warning("%s: skipped: a symbolic link inside a bundle", path)
-        return True
-    return (len(rel) == 1 and rel[0] in BUNDLE_FILES) or rel[0] == "node"
+
+def _add_file(loaded: _Loaded, path: Path, root: Path, data: bytes, defer: bool) -> None:
+    """One file of a directory (or archive) tree: the collection record, objects or a log."""
+    if path.name == COLLECTION_FILE and path.parent == root:
+        loaded.collection = _read_collection(data, str(path))
+    elif path.suffix in MANIFEST_SUFFIXES:
+        loaded.add(data, str(path), defer=defer)
+    elif path.suffix == LOG_SUFFIX:
+        log = log_from_bytes(data, path, root)
+        if log is not None:
+            loaded.logs.append(log)
+    else:
+        logger.debug("%s: ignored (not .yaml/.yml/.json/.log)", path)
 
 
 def _apply_bundle(loaded: _Loaded, manifest: Mapping[str, Any]) -> None:
@@ -386,20 +409,6 @@ def _apply_bundle(loaded: _Loaded, manifest: Mapping[str, Any]) -> None:
         ]
 
 
-def _relabel(loaded: _Loaded, directory: str, archive: str) -> _Loaded:
-    """Paths inside the unpacked temp dir named as ``archive:member`` instead."""
-    from dataclasses import replace
-
-    def label(path: str | None) -> str | None:
-        if path is None or not path.startswith(directory):
-            return path
-        return f"{archive}:{path[len(directory) :].lstrip('/')}"
-
-    loaded.logs = [replace(log, source=label(log.source)) for log in loaded.logs]
-    loaded.documents = [Document(d.obj, label(d.path) or d.path, d.line) for d in loaded.documents]
-    return loaded
-
-
 def _read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
@@ -407,10 +416,10 @@ def _read_bytes(path: Path) -> bytes:
         raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
 
 
-def _read_collection(path: Path) -> Mapping[str, Any]:
-    data = _loads_json(_read_bytes(path), str(path))
+def _read_collection(raw: bytes, path: str) -> Mapping[str, Any]:
+    data = _loads_json(raw, path)
     if not isinstance(data, Mapping):
-        raise InputError("collection record must be a JSON object", path=str(path))
+        raise InputError("collection record must be a JSON object", path=path)
     return data
 
 
@@ -564,6 +573,21 @@ def load_snapshot(
             empty_kinds=loaded.empty_list_kinds,
             collection=loaded.collection,
             location=location or path,
+            deferred=loaded.deferred,
+            skipped=loaded.skipped,
+        )
+
+
+def load_members(members: Mapping[str, bytes], label: str) -> Snapshot:
+    """A Snapshot of a bundle's files held in memory (``dradiag bundle``'s own analysis)."""
+    with paused_gc():
+        loaded = read_members(members, label)
+        return snapshot_from_documents(
+            loaded.documents,
+            logs=loaded.logs,
+            empty_kinds=loaded.empty_list_kinds,
+            collection=loaded.collection,
+            location=label,
             deferred=loaded.deferred,
             skipped=loaded.skipped,
         )

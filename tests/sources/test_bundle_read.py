@@ -1,6 +1,7 @@
-"""Hostile and broken bundle archives are refused with exit 2, writing nothing outside
-the private temp dir (issue 12: path traversal, absolute paths, symlink and hard-link
-escapes, device files, tar and gzip bombs, truncation, corruption)."""
+"""Hostile and broken bundle archives are refused with exit 2 and write nothing, neither
+outside nor inside a temp dir: archives are read in memory (issue 12: path traversal,
+absolute paths, symlink and hard-link escapes, device files, tar and gzip bombs,
+truncation, corruption)."""
 
 from __future__ import annotations
 
@@ -118,6 +119,11 @@ def test_member_count_cap(tmp_path, private_tmp, capsys, monkeypatch):
 def test_duplicate_member_refused(tmp_path, private_tmp, capsys):
     archive = _archive(tmp_path / "dup.tar.gz", [("a.json", CLAIM), ("./a.json", CLAIM)])
     _refused(archive, capsys, "appears twice")
+
+
+def test_file_and_directory_clash_refused(tmp_path, private_tmp, capsys):
+    archive = _archive(tmp_path / "clash.tar.gz", [("logs", b"x"), ("logs/a.json", CLAIM)])
+    _refused(archive, capsys, "both a file and a directory")
 
 
 def test_truncated_archive(tmp_path, private_tmp, capsys):

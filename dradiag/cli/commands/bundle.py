@@ -234,30 +234,19 @@ def _collect_and_write(
 
 def _analysis(members: dict[str, bytes]) -> tuple[str | None, dict[str, Any]]:
     """``scan -o json`` over the bundle as ``--from`` reads it, and how that went."""
-    import tempfile
-    from pathlib import Path
-
     from dradiag.cli.diagnosis_run import diagnoses_document, walk_options
     from dradiag.diagnosis.build import scan
     from dradiag.errors import DradiagError
     from dradiag.render.document import dump_document
-    from dradiag.sources.manifests import load_snapshot
+    from dradiag.sources.manifests import load_members
 
-    with tempfile.TemporaryDirectory(prefix="dradiag-bundle-") as directory:
-        root = Path(directory)
-        for name, data in members.items():
-            target = root / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        try:
-            snapshot = load_snapshot(directory, location="bundle")
-        except DradiagError as exc:
-            return None, {"status": "failed", "error": str(exc).replace(directory, "bundle")}
-        diagnoses = scan(snapshot, namespace=None, options=walk_options(None, "5m"))
-        doc = diagnoses_document(snapshot, diagnoses)
-        # Evidence names log files by path: the bundle's member path, not the temp dir's.
-        text = dump_document(doc, "json").replace(str(root) + "/", "")
-        return text, {"status": "collected", "diagnoses": len(diagnoses)}
+    try:
+        snapshot = load_members(members, "bundle")
+    except DradiagError as exc:
+        return None, {"status": "failed", "error": str(exc)}
+    diagnoses = scan(snapshot, namespace=None, options=walk_options(None, "5m"))
+    doc = diagnoses_document(snapshot, diagnoses)
+    return dump_document(doc, "json"), {"status": "collected", "diagnoses": len(diagnoses)}
 
 
 def register(app: typer.Typer) -> None:
