@@ -23,6 +23,7 @@ failed or was skipped — or a kind the manifest does not mention — is ``unkno
 
 from __future__ import annotations
 
+import gzip
 import re
 import tarfile
 import zlib
@@ -114,7 +115,10 @@ def read_archive(archive: Path) -> dict[str, bytes]:
     try:
         with archive.open("rb") as raw:
             counting = _CountingReader(raw)
-            with tarfile.open(fileobj=counting, mode="r|gz") as tar:  # type: ignore[call-overload]
+            # gzip decompresses in large blocks; tarfile's own "r|gz" path does it in 10 KiB
+            # pieces with a growing buffer (3x slower on a 5,000-node bundle).
+            unzipped = gzip.GzipFile(fileobj=counting, mode="rb")  # type: ignore[call-overload]
+            with tarfile.open(fileobj=unzipped, mode="r|") as tar:
                 for member in tar:
                     count += 1
                     if count > MAX_MEMBERS:
