@@ -4,7 +4,8 @@ Accepts what DESIGN §4 lists: a directory tree or a single file of ``*.yaml``/`
 ``*.json``, single or multi-document YAML, ``kind: List`` and ``<Kind>List`` (including
 raw API list responses whose items carry no ``kind``), ``kubectl get -o yaml|json``
 output, ``*.log`` container logs, and ``-`` for stdin. A ``collection.json`` at the top
-of a directory (written by ``dradiag bundle``) states what was and was not collected.
+of a directory states what was and was not collected; so does the ``manifest.json`` of a
+``dradiag bundle``, read as a ``.tar.gz`` (in memory, by ``bundle_read``) or unpacked.
 
 Malformed input is an :class:`InputError` naming file, line and column (exit 2): a
 corrupt file must not silently drop evidence. Documents that are not Kubernetes objects,
