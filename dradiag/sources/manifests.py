@@ -4,7 +4,8 @@ Accepts what DESIGN §4 lists: a directory tree or a single file of ``*.yaml``/`
 ``*.json``, single or multi-document YAML, ``kind: List`` and ``<Kind>List`` (including
 raw API list responses whose items carry no ``kind``), ``kubectl get -o yaml|json``
 output, ``*.log`` container logs, and ``-`` for stdin. A ``collection.json`` at the top
-of a directory (written by ``dradiag bundle``) states what was and was not collected.
+of a directory states what was and was not collected; so does the ``manifest.json`` of a
+``dradiag bundle``, read as a ``.tar.gz`` (in memory, by ``bundle_read``) or unpacked.
 
 Malformed input is an :class:`InputError` naming file, line and column (exit 2): a
 corrupt file must not silently drop evidence. Documents that are not Kubernetes objects,
@@ -275,6 +276,11 @@ def _log_identity(
 
 def read_log(path: Path, root: Path | None) -> ContainerLog | None:
     """A container log file as a ContainerLog; None (with a warning) when unattributable."""
+    return log_from_bytes(None, path, root)
+
+
+def log_from_bytes(data: bytes | None, path: Path, root: Path | None) -> ContainerLog | None:
+    """A container log (read from ``path`` when ``data`` is None) as a ContainerLog."""
     ident = _log_identity(path, root)
     if ident is None:
         logger.warning(
@@ -284,7 +290,8 @@ def read_log(path: Path, root: Path | None) -> ContainerLog | None:
             path,
         )
         return None
-    data = path.read_bytes()
+    if data is None:
+        data = _read_bytes(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -334,6 +341,11 @@ def _read_path(
     root = Path(path_arg)
     if not root.exists():
         raise InputError("no such file or directory", path=path_arg)
+    if root.is_file() and root.suffix not in MANIFEST_SUFFIXES + (LOG_SUFFIX,):
+        from dradiag.sources import bundle_read
+
+        if bundle_read.is_archive(root):
+            return read_members(bundle_read.read_archive(root), path_arg, exclude, defer=defer)
     if root.is_file():
         if root.suffix == LOG_SUFFIX:
             log = read_log(root, None)
@@ -341,20 +353,75 @@ def _read_path(
         else:
             loaded.add(_read_bytes(root), str(root), defer=defer)
         return loaded
+    from dradiag.sources import bundle_read
+
+    bundle = bundle_read.read_manifest(root)
     for path in _iter_files(root):
         if path.name in exclude:
             continue
-        if path.name == COLLECTION_FILE and path.parent == root:
-            loaded.collection = _read_collection(path)
-        elif path.suffix in MANIFEST_SUFFIXES:
-            loaded.add(_read_bytes(path), str(path), defer=defer)
-        elif path.suffix == LOG_SUFFIX:
-            log = read_log(path, root)
-            if log is not None:
-                loaded.logs.append(log)
-        else:
-            logger.debug("%s: ignored (not .yaml/.yml/.json/.log)", path)
+        if bundle is not None:
+            if path.is_symlink():
+                logger.warning("%s: skipped: a symbolic link inside a bundle", path)
+                continue
+            if not bundle_read.holds_objects(path.relative_to(root).parts):
+                continue
+        _add_file(loaded, path, root, _read_bytes(path) if _wanted(path) else b"", defer)
+    if bundle is not None:
+        _apply_bundle(loaded, bundle)
     return loaded
+
+
+def read_members(
+    members: Mapping[str, bytes], label: str, exclude: Collection[str] = (), *, defer: bool = False
+) -> _Loaded:
+    """A bundle's files held in memory (an archive read by ``bundle_read``), as a directory
+    of them would be read; ``label`` names them in messages (``bundle.tar.gz/logs/...``)."""
+    from dradiag.sources import bundle_read
+
+    loaded = _Loaded([], [], set(), None)
+    root = Path(label)
+    bundle = bundle_read.parse_manifest(members.get(bundle_read.MANIFEST), label)
+    for name in sorted(members):
+        parts = tuple(name.split("/"))
+        if parts[-1] in exclude or any(part.startswith(".") for part in parts):
+            continue
+        if bundle is not None and not bundle_read.holds_objects(parts):
+            continue
+        _add_file(loaded, root.joinpath(*parts), root, members[name], defer)
+    if bundle is not None:
+        _apply_bundle(loaded, bundle)
+    return loaded
+
+
+def _wanted(path: Path) -> bool:
+    return path.suffix in MANIFEST_SUFFIXES or path.suffix == LOG_SUFFIX
+
+
+def _add_file(loaded: _Loaded, path: Path, root: Path, data: bytes, defer: bool) -> None:
+    """One file of a directory (or archive) tree: the collection record, objects or a log."""
+    if path.name == COLLECTION_FILE and path.parent == root:
+        loaded.collection = _read_collection(data, str(path))
+    elif path.suffix in MANIFEST_SUFFIXES:
+        loaded.add(data, str(path), defer=defer)
+    elif path.suffix == LOG_SUFFIX:
+        log = log_from_bytes(data, path, root)
+        if log is not None:
+            loaded.logs.append(log)
+    else:
+        logger.debug("%s: ignored (not .yaml/.yml/.json/.log)", path)
+
+
+def _apply_bundle(loaded: _Loaded, manifest: Mapping[str, Any]) -> None:
+    """Coverage from the bundle's manifest; logs as the containers wrote them."""
+    from dataclasses import replace
+
+    from dradiag.sources import bundle_read
+
+    loaded.collection = bundle_read.collection_record(manifest, [k.value for k in Kind])
+    if (manifest.get("logs") or {}).get("timestamps"):
+        loaded.logs = [
+            replace(log, text=bundle_read.strip_log_timestamps(log.text)) for log in loaded.logs
+        ]
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -364,10 +431,10 @@ def _read_bytes(path: Path) -> bytes:
         raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
 
 
-def _read_collection(path: Path) -> Mapping[str, Any]:
-    data = _loads_json(_read_bytes(path), str(path))
+def _read_collection(raw: bytes, path: str) -> Mapping[str, Any]:
+    data = _loads_json(raw, path)
     if not isinstance(data, Mapping):
-        raise InputError("collection record must be a JSON object", path=str(path))
+        raise InputError("collection record must be a JSON object", path=path)
     return data
 
 
@@ -537,6 +604,21 @@ def load_snapshot(
         if states:
             snapshot.extras = {**snapshot.extras, NODE_STATES_KEY: states}
     return snapshot
+
+
+def load_members(members: Mapping[str, bytes], label: str) -> Snapshot:
+    """A Snapshot of a bundle's files held in memory (``dradiag bundle``'s own analysis)."""
+    with paused_gc():
+        loaded = read_members(members, label)
+        return snapshot_from_documents(
+            loaded.documents,
+            logs=loaded.logs,
+            empty_kinds=loaded.empty_list_kinds,
+            collection=loaded.collection,
+            location=label,
+            deferred=loaded.deferred,
+            skipped=loaded.skipped,
+        )
 
 
 def load_documents(path: str, *, stdin: Any = None) -> list[Document]:

@@ -227,6 +227,9 @@ class KubeAPIServer:
         self._store: dict[str, list[tuple[tuple[str, str], dict[str, Any]]]] = defaultdict(list)
         self._by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._logs: dict[tuple[str, str, str, bool], str] = {}
+        self.node_logs: dict[str, str] = {}
+        """Node log query answers (``/api/v1/nodes/<n>/proxy/logs/?query=kubelet``) by node;
+        a node not listed answers 404, as a kubelet without the NodeLogQuery gate does."""
         self._unsorted: set[str] = set()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -504,6 +507,8 @@ class KubeAPIServer:
         rt = self._resource_type(req.group, version, req.resource)
         if req.subresource == "log":
             return self._pod_log(req, query)
+        if req.resource == "nodes" and req.subresource == "proxy":
+            return self._node_log(req, path, query)
         if req.subresource:
             raise ApiStatus(404, "NotFound", "the server could not find the requested resource")
         if req.name:
@@ -951,13 +956,47 @@ class KubeAPIServer:
         if query.get("tailLines"):
             tail = int(query["tailLines"])
             lines = lines[-tail:] if tail > 0 else []
+        if query.get("timestamps") in ("true", "1"):
+            lines = _with_timestamps(lines, pod)
         data = "".join(lines).encode()
         if query.get("limitBytes"):
             data = data[: int(query["limitBytes"])]
         return 200, {"Content-Type": "text/plain"}, data
 
+    def _node_log(
+        self, req: _Request, path: str, query: Mapping[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
+        """The node log query: ``query=kubelet`` served from :attr:`node_logs`."""
+        if ("nodes", "", req.name) not in self._by_key:
+            raise self._not_found(_TYPE_BY_KIND["Node"], req.name)
+        if not path.rstrip("/").endswith("/proxy/logs") or req.name not in self.node_logs:
+            raise ApiStatus(404, "NotFound", "the server could not find the requested resource")
+        if query.get("query") != "kubelet":
+            raise ApiStatus(400, "BadRequest", "only query=kubelet is served here")
+        lines = self.node_logs[req.name].splitlines(keepends=True)
+        if query.get("tailLines"):
+            lines = lines[-int(query["tailLines"]) :]
+        return 200, {"Content-Type": "text/plain"}, "".join(lines).encode()
+
 
 # -- helpers --------------------------------------------------------------------------
+
+
+def _with_timestamps(lines: list[str], pod: Mapping[str, Any]) -> list[str]:
+    """``timestamps=true``: each line prefixed with its RFC 3339 time, as the kubelet does.
+
+    The time is the line's own (klog or RFC 3339 header) or, for lines without one, the
+    previous line's, else the pod's creation time.
+    """
+    created = str((pod.get("metadata") or {}).get("creationTimestamp") or "2026-01-01T00:00:00Z")
+    fallback = dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
+    current = fallback
+    out = []
+    for line in lines:
+        current = _line_time(line, fallback.year) or current
+        stamp = current.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        out.append(f"{stamp} {line}")
+    return out
 
 
 def _json(
