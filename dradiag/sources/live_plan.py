@@ -140,6 +140,14 @@ def claim_pod_names(claim: K8sObject) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _offered_by_selection(slc: K8sObject) -> bool:
+    """True for a slice that offers devices by ``nodeSelector``/``allNodes`` (not one node)."""
+    spec = slc.get("spec") or {}
+    return bool(
+        spec.get("nodeSelector") or spec.get("allNodes") or spec.get("perDeviceNodeSelection")
+    )
+
+
 def allocation_nodes(claim: K8sObject) -> list[str]:
     """Node names an allocation is restricted to (``matchFields metadata.name`` or hostname)."""
     selector = ((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {}
@@ -659,6 +667,10 @@ def _follow_claims(
             )
         )
     c.run(reads)
+    if unallocated and any(_offered_by_selection(s) for s in c.all(Kind.RESOURCE_SLICE)):
+        # Devices offered by node selector or to all nodes: the allocator's candidate nodes
+        # and their labels are the Node objects (k8s-dra-semantics §3.2).
+        c.run([c.list(Kind.NODE, scope="nodes (slices select nodes by label)")])
 
     plugin_pods = [p for p in c.all(Kind.POD) if is_kubelet_plugin_pod(p)]
     if unallocated and not c.all(Kind.RESOURCE_SLICE) and Kind.RESOURCE_SLICE not in c.failed:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -75,21 +74,10 @@ def decompose_fit_error(message: str) -> list[tuple[int, str]]:
 
 def _allocation_simulation(walk: ClaimWalk) -> tuple[list[Finding], list[str]] | None:
     """The simulator's findings for the claim, and the nodes where it fits now."""
-    try:
-        allocation = importlib.import_module("dradiag.analyses.allocation")
-    except ImportError:
-        return None
-    explain = getattr(allocation, "explain_across_nodes", None)
-    if explain is None:
-        return None
-    try:
-        explanation = explain(walk.snapshot, [walk.claim])
-    except TypeError:
-        return None
-    findings = getattr(explanation, "findings", None)
-    if not callable(findings):
-        return None
-    return list(findings()), list(getattr(explanation, "fitting_nodes", None) or [])
+    from dradiag.analyses.allocation import explain_across_nodes
+
+    explanation = explain_across_nodes(walk.snapshot, [walk.claim])
+    return list(explanation.findings()), list(explanation.fitting_nodes)
 
 
 _AFFINITY_MISMATCH = "didn't match Pod's node affinity/selector"
