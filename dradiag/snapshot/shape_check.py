@@ -159,6 +159,7 @@ class Checked:
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ERROR = re.compile(r"\A(?P<msg>.*?) - at `(?P<path>[^`]*)`(?: in `(?P<within>[^`]*)`)?\Z", re.S)
 _GOT = re.compile(r"got `(?P<got>[a-z]+)`")
+_UNKNOWN = re.compile(r"unknown field `(?P<field>[^`]*)`")
 _STEP = re.compile(r"\.([A-Za-z0-9_$-]+)|\[(\d+)\]|\[(\.\.\.)\]")
 
 
@@ -265,6 +266,10 @@ def _locate(obj: Any, error: str) -> tuple[tuple[Any, ...], str, bool] | None:
         return None
     got = _GOT.search(match["msg"])
     want = got["got"] if got else None
+    unknown = _UNKNOWN.search(match["msg"])
+    if unknown is not None:
+        steps.append(unknown["field"])
+        message = "not a known field here"
 
     def fits(value: Any) -> bool:
         return want is None or _json_type_name(value) == want

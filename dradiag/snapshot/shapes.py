@@ -145,11 +145,19 @@ class Condition(_Schema):
 # -- resource.k8s.io: ResourceSlice -----------------------------------------------------
 
 
-class DeviceAttribute(_Schema):
+class DeviceAttribute(_Schema, forbid_unknown_fields=True):
+    """One typed value. The only schema closed to unknown fields: the CEL environment
+    and the attribute catalogue read every member as a value, so a member of no known
+    type is dropped (with its warning) rather than taken for one."""
+
     string: Opt[str] = UNSET
     int_: Opt[int] = field(default=UNSET, name="int")
     bool_: Opt[bool] = field(default=UNSET, name="bool")
     version: Opt[str] = UNSET
+    strings: Opt[list[str]] = UNSET
+    ints: Opt[list[int]] = UNSET
+    bools: Opt[list[bool]] = UNSET
+    versions: Opt[list[str]] = UNSET
 
 
 class DeviceCapacity(_Schema):

@@ -19,6 +19,7 @@ import io
 import json
 import random
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -345,7 +346,8 @@ class Crash:
 
 def commands_for(case: Case, root: Path, rng: random.Random) -> list[list[str]]:
     """``claim``, ``pod`` and ``scan`` argument lists on the mutated directory."""
-    output = rng.choice(("json", "text", "yaml"))
+    # Mostly JSON, the canonical document; text and YAML render from it (and cost more).
+    output = rng.choices(("json", "text", "yaml"), weights=(14, 5, 1))[0]
     argv = []
     if case.claim:
         argv.append(["claim", case.claim, "--from", str(root), "-o", output])
@@ -356,19 +358,70 @@ def commands_for(case: Case, root: Path, rng: random.Random) -> list[list[str]]:
 
 
 def run_cli(argv: list[str]) -> tuple[int, str]:
-    """``dradiag ARGV`` in-process: (exit code, stderr). A raised exception is a crash."""
-    from dradiag.cli.app import run
+    """``dradiag ARGV`` in-process: (exit code, stderr). A raised exception is a crash.
+
+    The command function is called directly, with the exceptions mapped to exit codes
+    as :func:`dradiag.cli.app.run` maps them: building Typer's command tree costs more
+    than the diagnosis of a small snapshot, on every call. ``DRADIAG_FUZZ_VIA_TYPER=1``
+    goes through ``run()`` itself.
+    """
+    import os
+
+    from dradiag.cli import app
 
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         try:
-            code = run(argv)
-        except BaseException as exc:  # noqa: BLE001 - whatever escapes run() is the finding
+            if os.environ.get("DRADIAG_FUZZ_VIA_TYPER"):
+                code = app.run(argv)
+            else:
+                code = _call_command(argv)
+        except BaseException:  # noqa: BLE001 - whatever escapes is the finding
             import traceback
 
-            stderr.write("Traceback (escaped run()):\n" + traceback.format_exc())
-            code = -1 if not isinstance(exc, SystemExit) else int(exc.code or 0)
+            stderr.write("Traceback (escaped the command):\n" + traceback.format_exc())
+            code = -1
     return code, stderr.getvalue()
+
+
+def _call_command(argv: list[str]) -> int:
+    from dradiag.cli import app
+    from dradiag.cli.commands.claim import claim
+    from dradiag.cli.commands.pod import pod
+    from dradiag.cli.commands.scan import scan
+    from dradiag.cli.options import OutputFormat
+    from dradiag.errors import ClusterUnreachable, DradiagError
+
+    app._configure_logging()
+    name, rest = argv[0], argv[1:]
+    options: dict[str, Any] = {}
+    positional = []
+    i = 0
+    while i < len(rest):
+        if rest[i] == "--from":
+            options["from_path"], i = rest[i + 1], i + 2
+        elif rest[i] == "-o":
+            options["output"], i = OutputFormat(rest[i + 1]), i + 2
+        elif rest[i] == "-A":
+            options["all_namespaces"], i = True, i + 1
+        else:
+            positional.append(rest[i])
+            i += 1
+    command: Callable[..., int] = {"claim": claim, "pod": pod, "scan": scan}[name]
+    try:
+        return int(command(*positional, **options))
+    except ClusterUnreachable as exc:
+        sys.stderr.write(f"dradiag: error: {exc}\n")
+        return 3
+    except DradiagError as exc:
+        sys.stderr.write(f"dradiag: error: {exc}\n")
+        return 2
+    except Exception as exc:  # noqa: BLE001 - as run() does: the internal error
+        sys.stderr.write(f"dradiag: error: internal error: {type(exc).__name__}: {exc}\n")
+        import traceback
+
+        sys.stderr.write("Traceback:\n" + traceback.format_exc())
+        return 3
 
 
 def is_crash(code: int, stderr: str) -> bool:
@@ -377,12 +430,19 @@ def is_crash(code: int, stderr: str) -> bool:
 
 
 def check_mutation(mutation: Mutation, workdir: Path) -> list[Crash]:
-    """Write ``mutation`` under ``workdir`` and run every command on it."""
-    root = workdir / f"m{mutation.seed}"
+    """Write ``mutation`` under ``workdir`` and run every command on it.
+
+    The three commands share one load of the directory (``obtain_snapshot`` answers
+    from a cache for this mutation): for inputs this small, ``claim``/``pod`` load
+    exactly what ``scan`` does (no list is large enough to defer), and the load, shape
+    check included, is deterministic. It runs once per mutation instead of three times.
+    """
+    # One directory per case, overwritten: a mutation changes files, never their set.
+    root = workdir / _safe_name(mutation.case.name)
     write_mutation(mutation, root)
     crashes = []
-    try:
-        rng = random.Random(mutation.seed ^ 0x5EED)
+    rng = random.Random(mutation.seed ^ 0x5EED)
+    with _one_load_per_mutation():
         for argv in commands_for(mutation.case, root, rng):
             code, stderr = run_cli(argv)
             if is_crash(code, stderr):
@@ -396,9 +456,37 @@ def check_mutation(mutation: Mutation, workdir: Path) -> list[Crash]:
                         stderr=stderr,
                     )
                 )
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
     return crashes
+
+
+def _safe_name(name: str) -> str:
+    return name.replace("/", "__")
+
+
+@contextlib.contextmanager
+def _one_load_per_mutation() -> Iterator[None]:
+    from dradiag.cli import inputs
+
+    original = inputs.obtain_snapshot
+    loaded: dict[str, Any] = {}
+
+    def cached(options: Any, target: Any) -> Any:
+        key = str(options.from_path)
+        if key not in loaded:
+            try:
+                loaded[key] = original(options, target)
+            except Exception as exc:  # noqa: BLE001 - replayed to each command alike
+                loaded[key] = exc
+        found = loaded[key]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    inputs.obtain_snapshot = cached  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        inputs.obtain_snapshot = original  # type: ignore[assignment]
 
 
 def fuzz(
