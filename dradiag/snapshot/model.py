@@ -415,7 +415,9 @@ class Snapshot:
             if len(self._problems) <= _SHAPE_WARNINGS:
                 _logger.warning("%s", problem.describe())
             elif len(self._problems) == _SHAPE_WARNINGS + 1:
-                _logger.warning("more malformed fields; the rest are listed in -o json's collection.errors")
+                _logger.warning(
+                    "more malformed fields; the rest are listed in -o json's collection.errors"
+                )
             if problem.skipped:
                 skipped = sum(1 for p in self._problems if p.skipped and p.kind is problem.kind)
                 cov[problem.kind] = KindRecord(
@@ -487,7 +489,9 @@ class Snapshot:
             for i, obj in enumerate(p.store.decode_all()):
                 # An item decoded before is that object still, whoever holds it.
                 found = (
-                    self._decoded(kind, p, i) if i in decoded else self._normalized(kind, obj, where)
+                    self._decoded(kind, p, i)
+                    if i in decoded
+                    else self._normalized(kind, obj, where)
                 )
                 if found is not None:
                     merged.append(found)

@@ -79,7 +79,12 @@ ESSENTIAL: dict[Kind, frozenset[tuple[str, ...]]] = {
         }
     ),
     Kind.RESOURCE_CLAIM_TEMPLATE: frozenset(
-        {("spec",), ("spec", "spec"), ("spec", "spec", "devices"), ("spec", "spec", "devices", "requests")}
+        {
+            ("spec",),
+            ("spec", "spec"),
+            ("spec", "spec", "devices"),
+            ("spec", "spec", "devices", "requests"),
+        }
     ),
     Kind.POD: frozenset(
         {

@@ -24,7 +24,6 @@ from __future__ import annotations
 from datetime import date
 from typing import Any, TypeVar, Union
 
-import msgspec
 from msgspec import UNSET, Struct, UnsetType, field
 
 T = TypeVar("T")

@@ -423,8 +423,12 @@ def snapshot_from_documents(
         errors = _errors_from_record(collection)
         source = source or _source_from_record(collection, location)
     if not any(objects.values()) and not logs and not deferred_kinds:
-        skipped = sum(1 for p in problems if p.skipped)
-        why = f" ({skipped} malformed object(s) skipped: {problems[-1].describe()})" if skipped else ""
+        dropped = sum(1 for p in problems if p.skipped)
+        why = (
+            f" ({dropped} malformed object(s) skipped: {problems[-1].describe()})"
+            if dropped
+            else ""
+        )
         raise InputError(f"no Kubernetes objects dradiag can read{why}", path=location)
     return Snapshot(
         objects=objects,

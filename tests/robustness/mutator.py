@@ -18,7 +18,6 @@ import contextlib
 import io
 import json
 import random
-import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -205,29 +204,47 @@ def _deep(depth: int, leaf: Any) -> Any:
     return value
 
 
-def _typed_junk(rng: random.Random, path: Path_, current: Any) -> tuple[str, Any]:
-    """A junk value fitting the field: timestamps, quantities, versions, else any type."""
+def _typed_label(path: Path_, current: Any = None) -> str:
+    """What a field at ``path`` holds when it is read: timestamp, quantity, version."""
     key = next((str(step) for step in reversed(path) if isinstance(step, str)), "")
     parents = {str(step) for step in path if isinstance(step, str)}
     if key.endswith(_TIME_KEYS) or key in _TIME_KEYS:
-        return "junk timestamp", rng.choice(_JUNK_TIMES)
+        return "junk timestamp"
     if parents & set(_QUANTITY_PARENTS) and (key == "value" or isinstance(current, str)):
-        return "junk quantity", rng.choice(_JUNK_QUANTITIES)
+        return "junk quantity"
     if key == "version" or "version" in key.lower():
-        return "junk version", rng.choice(_JUNK_VERSIONS)
-    return "junk scalar", rng.choice(_JUNK_SCALARS)
+        return "junk version"
+    return "junk scalar"
+
+
+_JUNK_BY_LABEL: dict[str, tuple[Any, ...]] = {
+    "junk timestamp": _JUNK_TIMES,
+    "junk quantity": _JUNK_QUANTITIES,
+    "junk version": _JUNK_VERSIONS,
+    "junk scalar": _JUNK_SCALARS,
+}
+
+
+def _typed_junk(rng: random.Random, path: Path_, current: Any) -> tuple[str, Any]:
+    """A junk value fitting the field: timestamps, quantities, versions, else any type."""
+    label = _typed_label(path, current)
+    return label, rng.choice(_JUNK_BY_LABEL[label])
 
 
 def mutate_value(rng: random.Random, doc: Any) -> tuple[Any, str]:
     """``doc`` with one random change, and a description of it."""
     paths: list[Path_] = []
     _walk(doc, (), paths)
-    path = rng.choice(paths)
-    current = _get(doc, path)
-    where = "$" + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path)
     op = rng.choice(
         ("null", "number", "string", "list", "map", "remove", "truncate", "deep", "typed", "typed")
     )
+    typed = [p for p in paths if _typed_label(p) != "junk scalar"]
+    # Typed junk goes where a timestamp, quantity or version is read, when there is one.
+    path = (
+        rng.choice(typed) if op == "typed" and typed and rng.random() < 0.8 else rng.choice(paths)
+    )
+    current = _get(doc, path)
+    where = "$" + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path)
     if op == "remove" and path:
         return _remove(doc, path), f"remove {where}"
     if op == "truncate" and isinstance(current, list) and current:

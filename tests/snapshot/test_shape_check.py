@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from dradiag.snapshot import shapes
 from dradiag.snapshot.model import Coverage, Kind
 from dradiag.snapshot.shape_check import check_object, schema_for
-from dradiag.snapshot import shapes
 from dradiag.sources.manifests import load_snapshot
 
 META = {"name": "x", "namespace": "ml", "uid": "u-1"}
@@ -95,7 +95,9 @@ def test_device_class_selector_that_is_a_string_is_dropped() -> None:
         "apiVersion": "resource.k8s.io/v1",
         "kind": "DeviceClass",
         "metadata": {"name": "gpu.nvidia.com"},
-        "spec": {"selectors": ["device.driver == 'gpu.nvidia.com'", {"cel": {"expression": "true"}}]},
+        "spec": {
+            "selectors": ["device.driver == 'gpu.nvidia.com'", {"cel": {"expression": "true"}}]
+        },
     }
     kept, warnings = _one(Kind.DEVICE_CLASS, obj)
     assert warnings == [
@@ -113,7 +115,9 @@ def test_device_class_whose_selectors_are_not_a_list_is_skipped() -> None:
         "spec": {"selectors": {"cel": {"expression": "true"}}},
     }
     kept, warnings = _one(Kind.DEVICE_CLASS, obj)
-    assert kept is None and warnings[0].endswith("spec.selectors: expected array, got object; object skipped")
+    assert kept is None and warnings[0].endswith(
+        "spec.selectors: expected array, got object; object skipped"
+    )
 
 
 def test_resource_claim_v1_count_as_a_string_is_dropped() -> None:
@@ -182,7 +186,9 @@ def test_device_taint_rule_without_a_readable_taint_is_skipped() -> None:
         "spec": {"deviceSelector": {"driver": "gpu.nvidia.com"}, "taint": "NoExecute"},
     }
     kept, warnings = _one(Kind.DEVICE_TAINT_RULE, obj)
-    assert kept is None and warnings[0].endswith("spec.taint: expected object, got str; object skipped")
+    assert kept is None and warnings[0].endswith(
+        "spec.taint: expected object, got str; object skipped"
+    )
 
 
 def test_pod_container_claims_that_are_not_a_list_are_dropped() -> None:
@@ -203,7 +209,9 @@ def test_pod_container_claims_that_are_not_a_list_are_dropped() -> None:
 def test_pod_with_unreadable_resource_claims_is_skipped() -> None:
     obj = {"apiVersion": "v1", "kind": "Pod", "metadata": META, "spec": {"resourceClaims": 7}}
     kept, warnings = _one(Kind.POD, obj)
-    assert kept is None and warnings[0].endswith("spec.resourceClaims: expected array, got int; object skipped")
+    assert kept is None and warnings[0].endswith(
+        "spec.resourceClaims: expected array, got int; object skipped"
+    )
 
 
 def test_node_label_of_the_wrong_type_and_a_numeric_label_key_are_dropped() -> None:
@@ -251,7 +259,9 @@ def test_events_k8s_io_event_with_an_unreadable_regarding_is_skipped() -> None:
     }
     assert schema_for(Kind.EVENT, obj["apiVersion"]) is shapes.EventEventsV1
     kept, warnings = _one(Kind.EVENT, obj)
-    assert kept is None and warnings[0].endswith("regarding: expected object, got str; object skipped")
+    assert kept is None and warnings[0].endswith(
+        "regarding: expected object, got str; object skipped"
+    )
 
 
 # -- what every kind shares -------------------------------------------------------------
@@ -308,8 +318,13 @@ def test_a_load_warns_with_file_and_line_and_lists_what_it_dropped(
     # A dropped field keeps the object and the kind's coverage.
     assert snap.node("n0") is not None and snap.is_collected(Kind.NODE)
     reasons = [(e.resource, e.verb, e.name, e.reason) for e in snap.errors]
-    assert ("nodes", "read", "n0", f"malformed ({tmp_path / 'nodes.yaml'}:1): "
-            "metadata.labels.gpu: expected str, got bool; field dropped") in reasons
+    assert (
+        "nodes",
+        "read",
+        "n0",
+        f"malformed ({tmp_path / 'nodes.yaml'}:1): "
+        "metadata.labels.gpu: expected str, got bool; field dropped",
+    ) in reasons
     assert snap.partial
 
 
