@@ -16,9 +16,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "kube_api" / "fixtures" / "clust
 CLAIM = Target(kind="claim", namespace="ml", name="train-gpu")
 
 
-def test_wrong_shaped_live_objects_are_trimmed_or_skipped_never_a_crash(
-    kube_api_factory, tmp_path
-):
+def test_wrong_shaped_live_objects_are_trimmed_or_skipped_never_a_crash(kube_api_factory, tmp_path):
     objects = [copy.deepcopy(dict(o)) for _, o in load_snapshot(str(FIXTURE)).objects()]
     slices = [o for o in objects if o["kind"] == "ResourceSlice"]
     slices[0]["spec"]["devices"][0]["attributes"] = ["not", "a", "map"]
