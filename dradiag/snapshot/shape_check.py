@@ -62,6 +62,7 @@ ESSENTIAL: dict[Kind, frozenset[tuple[str, ...]]] = {
             ("spec", "pool", "name"),
             ("spec", "nodeName"),
             ("spec", "devices"),
+            ("spec", "devices", "name"),
         }
     ),
     Kind.DEVICE_CLASS: frozenset({("spec",), ("spec", "selectors")}),
@@ -75,7 +76,13 @@ ESSENTIAL: dict[Kind, frozenset[tuple[str, ...]]] = {
             ("status", "allocation"),
             ("status", "allocation", "devices"),
             ("status", "allocation", "devices", "results"),
+            ("status", "allocation", "devices", "results", "driver"),
+            ("status", "allocation", "devices", "results", "pool"),
+            ("status", "allocation", "devices", "results", "device"),
+            ("status", "allocation", "devices", "results", "request"),
             ("status", "reservedFor"),
+            ("status", "reservedFor", "uid"),
+            ("status", "reservedFor", "name"),
         }
     ),
     Kind.RESOURCE_CLAIM_TEMPLATE: frozenset(
@@ -91,7 +98,12 @@ ESSENTIAL: dict[Kind, frozenset[tuple[str, ...]]] = {
             ("spec",),
             ("spec", "nodeName"),
             ("spec", "resourceClaims"),
+            ("spec", "resourceClaims", "name"),
+            ("spec", "resourceClaims", "resourceClaimName"),
+            ("spec", "resourceClaims", "resourceClaimTemplateName"),
             ("spec", "containers"),
+            ("spec", "containers", "resources", "claims"),
+            ("spec", "containers", "resources", "claims", "name"),
             ("status",),
             ("status", "phase"),
         }
@@ -102,8 +114,9 @@ ESSENTIAL: dict[Kind, frozenset[tuple[str, ...]]] = {
     ),
 }
 """Per kind, the fields (paths without list indexes) whose removal an analysis would take
-as evidence (no allocation, no devices, an unreserved claim): a wrong shape there skips
-the object instead."""
+as evidence (no allocation, no devices, an unreserved claim, a container that does not
+reference its claim): a wrong shape there skips the object instead, and its kind then
+counts as not read in full."""
 
 _MAX_FIXES = 64
 """An object needing more repairs than this is skipped: it is not what it claims to be."""
@@ -230,8 +243,9 @@ def _problem(
 
 def _essential(kind: Kind, path: tuple[Any, ...]) -> bool:
     keys = tuple(step for step in path if isinstance(step, str))
-    if len(keys) != len(path) and keys in ESSENTIAL.get(kind, frozenset()):
-        # An element of an essential list (one device, one result): drop just that one.
+    if path and isinstance(path[-1], int):
+        # An element of a list that is not an object at all (a device, a result, a
+        # selector): nothing in it can be read, so just that element is dropped.
         return False
     return keys in _COMMON_ESSENTIAL or keys in ESSENTIAL.get(kind, frozenset())
 

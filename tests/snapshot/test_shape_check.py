@@ -191,19 +191,48 @@ def test_device_taint_rule_without_a_readable_taint_is_skipped() -> None:
     )
 
 
-def test_pod_container_claims_that_are_not_a_list_are_dropped() -> None:
+def test_pod_container_limits_that_are_not_a_map_are_dropped() -> None:
     obj = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": META,
-        "spec": {"containers": [{"name": "main", "resources": {"claims": "gpu"}}]},
+        "spec": {"containers": [{"name": "main", "resources": {"limits": "1"}}]},
     }
     kept, warnings = _one(Kind.POD, obj)
     assert warnings == [
-        "f.yaml:3: Pod ml/x: spec.containers[0].resources.claims: expected array, got str; "
+        "f.yaml:3: Pod ml/x: spec.containers[0].resources.limits: expected object, got str; "
         "field dropped"
     ]
     assert kept["spec"]["containers"][0] == {"name": "main", "resources": {}}
+
+
+def test_pod_whose_container_claims_are_unreadable_is_skipped() -> None:
+    # Dropped, they would read as "the container does not reference the claim".
+    obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": META,
+        "spec": {"containers": [{"name": "main", "resources": {"claims": [{"name": 1}]}}]},
+    }
+    kept, warnings = _one(Kind.POD, obj)
+    assert kept is None
+    assert warnings == [
+        "f.yaml:3: Pod ml/x: spec.containers[0].resources.claims[0].name: expected str, "
+        "got int; object skipped"
+    ]
+
+
+def test_resource_claim_whose_allocated_device_is_unreadable_is_skipped() -> None:
+    obj = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": META,
+        "status": {"allocation": {"devices": {"results": [{"device": "gpu-0", "pool": {}}]}}},
+    }
+    kept, warnings = _one(Kind.RESOURCE_CLAIM, obj)
+    assert kept is None and warnings[0].endswith(
+        "status.allocation.devices.results[0].pool: expected str, got object; object skipped"
+    )
 
 
 def test_pod_with_unreadable_resource_claims_is_skipped() -> None:
