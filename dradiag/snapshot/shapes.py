@@ -14,13 +14,15 @@ Versions: resource.k8s.io ``v1`` has the one layout the API server accepts under
 (a ``basic:`` block flattened whatever the version says), so one "legacy" schema per kind
 accepts both layouts. Events have a core/v1 and an events.k8s.io/v1 schema.
 
-Scalars that must *parse* (timestamps, quantities, semver strings) are checked for
-their type here; whether their text parses is decided where they are read, as a
-finding or a warning, never an exception (issue 15 §2).
+Timestamps must have the RFC 3339 shape here (a junk time is dropped with its warning,
+so no phase reasons from it). Quantities and semver strings are checked for their type
+only: whether their text parses is decided where they are read, as the scheduler would
+(a finding naming the device), never an exception (issue 15 §2).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import Any, TypeVar, Union
 
@@ -46,14 +48,21 @@ Quantity = Union[str, int, float]  # noqa: UP007 - kept a named alias for the sc
 def dec_hook(type_: type, obj: Any) -> Any:
     """msgspec's hook for the custom types above; anything else is a shape error."""
     if type_ is Timestamp:
-        if isinstance(obj, str | date):
+        if isinstance(obj, date) or (isinstance(obj, str) and _RFC3339.match(obj)):
             return _TIMESTAMP  # msgspec wants an instance; the result is thrown away
-        # A TypeError, which msgspec reports with the field's path.
+        # A TypeError or ValueError, which msgspec reports with the field's path.
+        if isinstance(obj, str):
+            raise ValueError(f"Expected `RFC 3339 time`, got {obj[:40]!r}")
         raise TypeError(f"Expected `timestamp`, got `{_json_type(obj)}`")
     raise NotImplementedError(type_)
 
 
 _TIMESTAMP = Timestamp()
+_RFC3339 = re.compile(
+    r"\d{4}-[01]\d-[0-3]\d[Tt ][0-2]\d:[0-5]\d:[0-6]\d(?:\.\d+)?(?:[Zz]|[+-][0-2]\d:[0-5]\d)\Z"
+)
+"""The shape of a Kubernetes time (``metav1.Time``/``MicroTime``); a value that has it
+but names no real moment (month 13) is left to ``analyses.timeline.parse_time``."""
 
 
 def _json_type(obj: Any) -> str:

@@ -388,3 +388,22 @@ def test_a_deferred_item_is_checked_when_it_is_decoded(
     assert snap.pod("ml", "p2") is None and not snap.is_collected(Kind.POD)
     assert [p["metadata"]["name"] for p in snap.pods] == ["p0", "p1"]
     assert str(tmp_path / "pods.json") in snap.shape_problems[-1].describe()
+
+
+def test_a_junk_timestamp_is_dropped_with_its_warning() -> None:
+    obj = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {**META, "creationTimestamp": "2026-05-01T10:00:00.123456789Z"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "ml"},
+        "reason": "Started",
+        "message": "ok",
+        "lastTimestamp": "yesterday",
+        "firstTimestamp": "2026-05-01T12:00:00+02:00",
+    }
+    kept, warnings = _one(Kind.EVENT, obj)
+    assert warnings == [
+        "f.yaml:3: Event ml/x: lastTimestamp: expected RFC 3339 time, got 'yesterday'; "
+        "field dropped"
+    ]
+    assert "lastTimestamp" not in kept and kept["firstTimestamp"] == obj["firstTimestamp"]
