@@ -153,19 +153,25 @@ class Condition(_Schema):
 # -- resource.k8s.io: ResourceSlice -----------------------------------------------------
 
 
+Scalar = Union[str, int, float, bool]  # noqa: UP007 - kept a named alias for the schemas
+"""An attribute member's value. The member (``int``, ``string``…) names the type, but a
+value of another scalar type is the CEL environment's to convert or reject, device by
+device, as the scheduler does (a conversion error is a finding, not a shape error)."""
+
+
 class DeviceAttribute(_Schema, forbid_unknown_fields=True):
     """One typed value. The only schema closed to unknown fields: the CEL environment
     and the attribute catalogue read every member as a value, so a member of no known
     type is dropped (with its warning) rather than taken for one."""
 
-    string: Opt[str] = UNSET
-    int_: Opt[int] = field(default=UNSET, name="int")
-    bool_: Opt[bool] = field(default=UNSET, name="bool")
-    version: Opt[str] = UNSET
-    strings: Opt[list[str]] = UNSET
-    ints: Opt[list[int]] = UNSET
-    bools: Opt[list[bool]] = UNSET
-    versions: Opt[list[str]] = UNSET
+    string: Opt[Scalar] = UNSET
+    int_: Opt[Scalar] = field(default=UNSET, name="int")
+    bool_: Opt[Scalar] = field(default=UNSET, name="bool")
+    version: Opt[Scalar] = UNSET
+    strings: Opt[list[Scalar]] = UNSET
+    ints: Opt[list[Scalar]] = UNSET
+    bools: Opt[list[Scalar]] = UNSET
+    versions: Opt[list[Scalar]] = UNSET
 
 
 class DeviceCapacity(_Schema):

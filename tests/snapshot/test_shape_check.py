@@ -43,13 +43,21 @@ def _one(kind: Kind, obj: dict[str, Any]) -> tuple[Any, list[str]]:
 
 
 def test_resource_slice_v1_attribute_of_the_wrong_type_is_dropped() -> None:
-    obj = _slice("v1", {"name": "gpu-0", "attributes": {"uuid": {"string": 7}}})
+    # A scalar of another type is the CEL environment's to convert (a finding); a map
+    # or a member of no known type is not a value at all.
+    obj = _slice(
+        "v1",
+        {"name": "gpu-0", "attributes": {"uuid": {"string": {"a": 1}}, "n": {"int": "7"}}},
+    )
     kept, warnings = _one(Kind.RESOURCE_SLICE, obj)
     assert warnings == [
         "f.yaml:3: ResourceSlice node-0-gpu: spec.devices[0].attributes.uuid.string: "
-        "expected str, got int; field dropped"
+        "expected bool | int | float | str, got object; field dropped"
     ]
-    assert kept["spec"]["devices"][0] == {"name": "gpu-0", "attributes": {"uuid": {}}}
+    assert kept["spec"]["devices"][0] == {
+        "name": "gpu-0",
+        "attributes": {"uuid": {}, "n": {"int": "7"}},
+    }
     assert kept["spec"]["devices"][1] == {"name": "gpu-1"}
 
 
