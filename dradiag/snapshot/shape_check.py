@@ -24,7 +24,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -124,11 +124,22 @@ _MAX_FIXES = 64
 
 def schema_for(kind: Kind, api_version: Any) -> type:
     """The schema of ``kind`` as spelled by ``api_version``."""
+    key = (kind, api_version if isinstance(api_version, str) else "")
+    found = _SCHEMAS.get(key)
+    if found is None:
+        found = _SCHEMAS[key] = _schema_for(*key)
+    return found
+
+
+_SCHEMAS: dict[tuple[Kind, str], type] = {}
+
+
+def _schema_for(kind: Kind, api_version: str) -> type:
     if kind in _LEGACY_OR_V1:
         v1, legacy = _LEGACY_OR_V1[kind]
         return v1 if api_version == "resource.k8s.io/v1" else legacy
     if kind is Kind.EVENT:
-        if isinstance(api_version, str) and api_version.startswith("events.k8s.io/"):
+        if api_version.startswith("events.k8s.io/"):
             return shapes.EventEventsV1
         return shapes.EventCoreV1
     if kind is Kind.POD:
@@ -166,14 +177,17 @@ class ShapeProblem:
         return f"{head}{self.object}: {self.field}: {self.message}; {action}"
 
 
-@dataclass(frozen=True, slots=True)
-class Checked:
-    """The outcome of one check: the object to keep (None: skip it) and the problems."""
+class Checked(NamedTuple):
+    """The outcome of one check: the object to keep (None: skip it) and the problems.
+
+    A NamedTuple: every object of a load gets one, and a frozen dataclass costs more.
+    """
 
     obj: Mapping[str, Any] | None
     problems: tuple[ShapeProblem, ...] = ()
 
 
+_convert = msgspec.convert
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ERROR = re.compile(r"\A(?P<msg>.*?) - at `(?P<path>[^`]*)`(?: in `(?P<within>[^`]*)`)?\Z", re.S)
 _GOT = re.compile(r"got `(?P<got>[a-z]+)`")
@@ -184,11 +198,16 @@ _STEP = re.compile(r"\.([A-Za-z0-9_$-]+)|\[(\d+)\]|\[(\.\.\.)\]")
 def check_object(kind: Kind, obj: Mapping[str, Any], where: str | None = None) -> Checked:
     """``obj`` checked against its schema: kept as is, trimmed of bad fields, or skipped."""
     schema = schema_for(kind, obj.get("apiVersion"))
+    try:
+        _convert(obj, schema, strict=True)
+        return Checked(obj)  # the common case: one C pass, nothing copied
+    except (msgspec.ValidationError, RecursionError):
+        pass
     problems: list[ShapeProblem] = []
     current: Any = obj
     for _ in range(_MAX_FIXES):
         try:
-            msgspec.convert(current, schema, strict=True, dec_hook=shapes.dec_hook)
+            msgspec.convert(current, schema, strict=True)
             return Checked(current, tuple(problems))
         except msgspec.ValidationError as exc:
             error = str(exc)
@@ -202,6 +221,9 @@ def check_object(kind: Kind, obj: Mapping[str, Any], where: str | None = None) -
             return Checked(None, tuple(problems))
         path, message, is_key = found
         label = _label(path)
+        if not is_key and "got " not in message:
+            # msgspec names the value's problem, not the value (a junk time): show it.
+            message = f"{message}: {_short(_get(current, path))}"
         if is_key:
             # Non-string keys of a map: drop those keys.
             current = _replace(current, path, _string_keys(_get(current, path)))
@@ -263,10 +285,6 @@ def _label(path: tuple[Any, ...]) -> str:
     return out or "(object)"
 
 
-def _json_type_name(value: Any) -> str:
-    return shapes._json_type(value)
-
-
 def _locate(obj: Any, error: str) -> tuple[tuple[Any, ...], str, bool] | None:
     """(concrete path, message, whether a map key is wrong) of one msgspec error."""
     match = _ERROR.match(error)
@@ -291,10 +309,28 @@ def _locate(obj: Any, error: str) -> tuple[tuple[Any, ...], str, bool] | None:
         message = "not a known field here"
 
     def fits(value: Any) -> bool:
-        return want is None or _json_type_name(value) == want
+        return want is None or _json_type(value) == want
 
     path = _expand(obj, steps, fits)
     return (path, message, False) if path is not None else None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _json_type(obj: Any) -> str:
+    """msgspec's name for the type of a decoded JSON/YAML value."""
+    if obj is None:
+        return "null"
+    if isinstance(obj, bool):
+        return "bool"
+    if isinstance(obj, Mapping):
+        return "object"
+    if isinstance(obj, list | tuple):
+        return "array"
+    return type(obj).__name__
 
 
 def _has_bad_key(value: Mapping[Any, Any]) -> bool:

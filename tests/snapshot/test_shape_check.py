@@ -280,7 +280,7 @@ def test_core_v1_event_count_of_the_wrong_type_is_dropped() -> None:
     kept, warnings = _one(Kind.EVENT, obj)
     assert warnings == [
         "f.yaml:3: Event ml/x: count: expected int, got object; field dropped",
-        "f.yaml:3: Event ml/x: lastTimestamp: expected timestamp, got int; field dropped",
+        "f.yaml:3: Event ml/x: lastTimestamp: expected datetime, got int; field dropped",
     ]
     assert "count" not in kept and "lastTimestamp" not in kept and kept["message"] == "boom"
 
@@ -411,7 +411,7 @@ def test_a_junk_timestamp_is_dropped_with_its_warning() -> None:
     }
     kept, warnings = _one(Kind.EVENT, obj)
     assert warnings == [
-        "f.yaml:3: Event ml/x: lastTimestamp: expected RFC 3339 time, got 'yesterday'; "
+        "f.yaml:3: Event ml/x: lastTimestamp: invalid RFC3339 encoded datetime: 'yesterday'; "
         "field dropped"
     ]
     assert "lastTimestamp" not in kept and kept["firstTimestamp"] == obj["firstTimestamp"]
