@@ -29,11 +29,16 @@ def main() -> int:
     parser.add_argument("--replay", type=int, metavar="SEED", help="rerun one seed of --case")
     args = parser.parse_args()
     if args.replay is not None:
+        found = []
         for case in args.case or []:
-            for crash in mutator.replay(case, args.replay):
+            crashes = mutator.replay(case, args.replay)
+            for crash in crashes:
                 print(crash)
                 print(crash.stderr)
-        return 0
+            if not crashes:
+                print(f"{case} seed={args.replay}: no crash")
+            found += crashes
+        return 1 if found else 0
     roots = [mutator.REPO / c for c in args.case] if args.case else mutator.corpus_roots()
     cases = [mutator.load_case(r) for r in roots]
     classes: collections.Counter[str] = collections.Counter()

@@ -315,8 +315,8 @@ def mutate_case(case: Case, seed: int, changes: int | None = None) -> Mutation:
     return out
 
 
-def _encode(docs: list[Any], rng: random.Random) -> bytes:
-    """JSON (YAML's subset, so any file name reads it), sometimes as a YAML stream."""
+def _encode(docs: list[Any]) -> bytes:
+    """JSON: YAML's subset, so a ``.yaml`` name reads it too (several documents: an array)."""
     try:
         if len(docs) == 1:
             return orjson.dumps(docs[0])
@@ -328,11 +328,10 @@ def _encode(docs: list[Any], rng: random.Random) -> bytes:
 
 def write_mutation(mutation: Mutation, root: Path) -> None:
     """Write the mutated case as a ``--from`` directory at ``root``."""
-    rng = random.Random(mutation.seed)
     for rel, docs in mutation.manifests.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(_encode(docs, rng))
+        path.write_bytes(_encode(docs))
     for rel, data in mutation.others.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
