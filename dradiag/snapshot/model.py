@@ -148,6 +148,8 @@ _NO_META: Mapping[str, Any] = {}
 _logger = logging.getLogger(__name__)
 _SHAPE_WARNINGS = 20
 """Shape problems warned about on stderr one by one; the rest are counted."""
+_SHAPE_ERRORS = 100
+"""Shape problems listed as collection errors per kind; the rest are counted in one."""
 _SKIPPED: Mapping[str, Any] = {"skipped": "by the shape check"}
 """Stands in ``_Pending.decoded`` for an item the shape check skipped."""
 
@@ -338,6 +340,9 @@ class Snapshot:
         "coverage",
         "_errors",
         "_problems",
+        "_skipped",
+        "_first_skip",
+        "_shape_errors",
         "source",
         "raw",
         "extras",
@@ -373,6 +378,9 @@ class Snapshot:
         self.logs: tuple[ContainerLog, ...] = tuple(logs)
         self._errors: list[CollectionError] = list(errors)
         self._problems: list[ShapeProblem] = []
+        self._skipped: dict[Kind, int] = {}
+        self._shape_errors: dict[Kind, int] = {}
+        self._first_skip: dict[Kind, ShapeProblem] = {}
         self.source: SourceInfo = source or SourceInfo()
         self.raw: dict[tuple[str, str, str], K8sObject] = dict(raw or {})
         """Objects as read, before normalization, by (kind, namespace, name), for those
@@ -405,13 +413,13 @@ class Snapshot:
         """Enter shape problems: a collection error each (the document's
         ``collection.errors``), and a kind with a skipped object no longer counts as
         read in full, so what needed it is ``unknown``, never ``ok`` (DESIGN §8)."""
-        from dradiag.snapshot.shape_check import as_collection_error, skipped_reason
+        from dradiag.snapshot.shape_check import skipped_reason
 
         cov = self.coverage
         assert isinstance(cov, dict)
         for problem in problems:
             self._problems.append(problem)
-            self._errors.append(as_collection_error(problem))
+            self._record_error(problem)
             if len(self._problems) <= _SHAPE_WARNINGS:
                 _logger.warning("%s", problem.describe())
             elif len(self._problems) == _SHAPE_WARNINGS + 1:
@@ -419,13 +427,42 @@ class Snapshot:
                     "more malformed fields; the rest are listed in -o json's collection.errors"
                 )
             if problem.skipped:
-                skipped = sum(1 for p in self._problems if p.skipped and p.kind is problem.kind)
+                skipped = self._skipped[problem.kind] = self._skipped.get(problem.kind, 0) + 1
+                first = self._first_skip.setdefault(problem.kind, problem)
                 cov[problem.kind] = KindRecord(
                     kind=problem.kind,
                     coverage=Coverage.UNKNOWN,
-                    reason=skipped_reason(problem, skipped),
+                    reason=skipped_reason(first, skipped),
                     scope=cov[problem.kind].scope,
                 )
+
+    def _record_error(self, problem: ShapeProblem) -> None:
+        """One collection error per problem, up to :data:`_SHAPE_ERRORS` per kind; then
+        one entry per kind counts the rest (a file of 200,000 junk events stays
+        readable as a document)."""
+        from dradiag.snapshot.shape_check import as_collection_error
+
+        seen = self._shape_errors[problem.kind] = self._shape_errors.get(problem.kind, 0) + 1
+        if seen <= _SHAPE_ERRORS:
+            self._errors.append(as_collection_error(problem))
+            return
+        more = as_collection_error(problem)
+        summary = CollectionError(
+            resource=more.resource,
+            verb=more.verb,
+            reason=f"malformed: {seen - _SHAPE_ERRORS} more field(s) or object(s) not listed",
+        )
+        if seen == _SHAPE_ERRORS + 1:
+            self._errors.append(summary)
+        else:
+            at = next(
+                i
+                for i, e in enumerate(self._errors)
+                if e.resource == summary.resource
+                and e.reason.startswith("malformed: ")
+                and e.reason.endswith("not listed")
+            )
+            self._errors[at] = summary
 
     # -- objects by kind (deferred stores decoded on first use) ---------------------
 

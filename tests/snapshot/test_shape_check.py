@@ -415,3 +415,16 @@ def test_a_junk_timestamp_is_dropped_with_its_warning() -> None:
         "field dropped"
     ]
     assert "lastTimestamp" not in kept and kept["firstTimestamp"] == obj["firstTimestamp"]
+
+
+def test_many_malformed_objects_are_listed_up_to_a_cap_then_counted(tmp_path: Path) -> None:
+    nodes = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}", "labels": {"a": 1}}}
+        for i in range(130)
+    ]
+    (tmp_path / "nodes.json").write_text(json.dumps({"kind": "List", "items": nodes}))
+    snap = load_snapshot(str(tmp_path))
+    assert len(snap.nodes) == 130 and len(snap.shape_problems) == 130
+    node_errors = [e for e in snap.errors if e.resource == "nodes"]
+    assert len(node_errors) == 101
+    assert node_errors[-1].reason == "malformed: 30 more field(s) or object(s) not listed"
