@@ -197,6 +197,22 @@ def _remove(root: Any, path: Path_) -> Any:
     return _set(root, parent_path, new)
 
 
+_MAX_DEPTH = 700
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (iteratively: it may be hundreds of levels deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, dict):
+            stack += [(v, level + 1) for v in item.values()]
+        elif isinstance(item, list):
+            stack += [(v, level + 1) for v in item]
+    return deepest
+
+
 def _deep(depth: int, leaf: Any) -> Any:
     value = leaf
     for i in range(depth):
@@ -254,8 +270,11 @@ def mutate_value(rng: random.Random, doc: Any) -> tuple[Any, str]:
         keep = rng.randrange(len(current))
         return _set(doc, path, current[:keep]), f"truncate string {where} to {keep}"
     if op == "deep":
-        depth = rng.choice((30, 200, 600))
-        return _set(doc, path, _deep(depth, current)), f"nest {where} {depth} deep"
+        # Kept under ~700 levels in all, so the mutated file can still be written.
+        depth = min(rng.choice((30, 200, 600)), _MAX_DEPTH - len(path) - _depth(current))
+        if depth > 0:
+            return _set(doc, path, _deep(depth, current)), f"nest {where} {depth} deep"
+        op = "null"
     replacements: dict[str, Any] = {
         "null": None,
         "number": rng.choice((0, -1, 7, 3.25, 2**70)),
