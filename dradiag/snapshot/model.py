@@ -14,13 +14,17 @@ serve), or was not read (``unknown``, with the reason). Analyses use that to ans
 from __future__ import annotations
 
 import gc
+import logging
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from dradiag.snapshot.shape_check import ShapeProblem
 
 K8sObject = Mapping[str, Any]
 """A Kubernetes object as a raw (normalized) dict; the one place the ``Any`` lives."""
@@ -149,6 +153,13 @@ class DeferredObjects(Protocol):
 
 
 _NO_META: Mapping[str, Any] = {}
+_logger = logging.getLogger(__name__)
+_SHAPE_WARNINGS = 20
+"""Shape problems warned about on stderr one by one; the rest are counted."""
+_SHAPE_ERRORS = 100
+"""Shape problems listed as collection errors per kind; the rest are counted in one."""
+_SKIPPED: Mapping[str, Any] = {"skipped": "by the shape check"}
+"""Stands in ``_Pending.decoded`` for an item the shape check skipped."""
 
 
 def _meta(obj: K8sObject) -> Mapping[str, Any]:
@@ -338,7 +349,11 @@ class Snapshot:
     __slots__ = (
         "logs",
         "coverage",
-        "errors",
+        "_errors",
+        "_problems",
+        "_skipped",
+        "_first_skip",
+        "_shape_errors",
         "source",
         "raw",
         "extras",
@@ -359,6 +374,7 @@ class Snapshot:
         raw: Mapping[tuple[str, str, str], K8sObject] | None = None,
         extras: Mapping[str, Any] | None = None,
         deferred: Iterable[tuple[int, DeferredObjects]] = (),
+        problems: Iterable[ShapeProblem] = (),
     ) -> None:
         self._objects: dict[Kind, tuple[K8sObject, ...]] = {
             kind: tuple(objects.get(kind, ())) for kind in Kind if kind is not Kind.LOG
@@ -371,7 +387,11 @@ class Snapshot:
             pending.sort(key=lambda p: p.position)
         self._scoped: dict[tuple[str, str], _Indexes] = {}
         self.logs: tuple[ContainerLog, ...] = tuple(logs)
-        self.errors: tuple[CollectionError, ...] = tuple(errors)
+        self._errors: list[CollectionError] = list(errors)
+        self._problems: list[ShapeProblem] = []
+        self._skipped: dict[Kind, int] = {}
+        self._shape_errors: dict[Kind, int] = {}
+        self._first_skip: dict[Kind, ShapeProblem] = {}
         self.source: SourceInfo = source or SourceInfo()
         self.raw: dict[tuple[str, str, str], K8sObject] = dict(raw or {})
         """Objects as read, before normalization, by (kind, namespace, name), for those
@@ -386,6 +406,74 @@ class Snapshot:
             )
         self.coverage: Mapping[Kind, KindRecord] = cov
         self._ix = _Indexes()
+        self.record_problems(problems)
+
+    # -- what the shape check dropped ------------------------------------------------
+
+    @property
+    def errors(self) -> tuple[CollectionError, ...]:
+        """Failed reads, and the objects and fields the shape check dropped."""
+        return tuple(self._errors)
+
+    @property
+    def shape_problems(self) -> tuple[ShapeProblem, ...]:
+        """Every field of the wrong shape found so far (deferred objects as decoded)."""
+        return tuple(self._problems)
+
+    def record_problems(self, problems: Iterable[ShapeProblem]) -> None:
+        """Enter shape problems: a collection error each (the document's
+        ``collection.errors``), and a kind with a skipped object no longer counts as
+        read in full, so what needed it is ``unknown``, never ``ok`` (DESIGN §8)."""
+        from dradiag.snapshot.shape_check import skipped_reason
+
+        cov = self.coverage
+        assert isinstance(cov, dict)
+        for problem in problems:
+            self._problems.append(problem)
+            self._record_error(problem)
+            if len(self._problems) <= _SHAPE_WARNINGS:
+                _logger.warning("%s", problem.describe())
+            elif len(self._problems) == _SHAPE_WARNINGS + 1:
+                _logger.warning(
+                    "more malformed fields; the rest are listed in -o json's collection.errors"
+                )
+            if problem.skipped:
+                skipped = self._skipped[problem.kind] = self._skipped.get(problem.kind, 0) + 1
+                first = self._first_skip.setdefault(problem.kind, problem)
+                cov[problem.kind] = KindRecord(
+                    kind=problem.kind,
+                    coverage=Coverage.UNKNOWN,
+                    reason=skipped_reason(first, skipped),
+                    scope=cov[problem.kind].scope,
+                )
+
+    def _record_error(self, problem: ShapeProblem) -> None:
+        """One collection error per problem, up to :data:`_SHAPE_ERRORS` per kind; then
+        one entry per kind counts the rest (a file of 200,000 junk events stays
+        readable as a document)."""
+        from dradiag.snapshot.shape_check import as_collection_error
+
+        seen = self._shape_errors[problem.kind] = self._shape_errors.get(problem.kind, 0) + 1
+        if seen <= _SHAPE_ERRORS:
+            self._errors.append(as_collection_error(problem))
+            return
+        more = as_collection_error(problem)
+        summary = CollectionError(
+            resource=more.resource,
+            verb=more.verb,
+            reason=f"malformed: {seen - _SHAPE_ERRORS} more field(s) or object(s) not listed",
+        )
+        if seen == _SHAPE_ERRORS + 1:
+            self._errors.append(summary)
+        else:
+            at = next(
+                i
+                for i, e in enumerate(self._errors)
+                if e.resource == summary.resource
+                and e.reason.startswith("malformed: ")
+                and e.reason.endswith("not listed")
+            )
+            self._errors[at] = summary
 
     # -- objects by kind (deferred stores decoded on first use) ---------------------
 
@@ -445,17 +533,22 @@ class Snapshot:
             merged += given[at : p.position]
             at = p.position
             decoded = p.decoded
+            where = getattr(p.store, "path", None)
             for i, obj in enumerate(p.store.decode_all()):
                 # An item decoded before is that object still, whoever holds it.
-                if i in decoded:
-                    merged.append(self._decoded(kind, p, i))
-                else:
-                    merged.append(self._normalized(kind, obj))
+                found = (
+                    self._decoded(kind, p, i)
+                    if i in decoded
+                    else self._normalized(kind, obj, where)
+                )
+                if found is not None:
+                    merged.append(found)
         merged += given[at:]
         return tuple(merged)
 
-    def _decoded(self, kind: Kind, p: _Pending, index: int) -> K8sObject:
-        """Item ``index`` of a deferred store, decoded and normalized once.
+    def _decoded(self, kind: Kind, p: _Pending, index: int) -> K8sObject | None:
+        """Item ``index`` of a deferred store, decoded, checked and normalized once;
+        None when the shape check skipped it.
 
         Its original is (re)entered in :attr:`raw` on every call: callers go through
         items in input order, so of duplicates the last one's stays, as in a full load.
@@ -463,17 +556,28 @@ class Snapshot:
         obj = p.decoded.get(index)
         if obj is None:
             read = p.store.decode(index)
-            obj = p.decoded[index] = self._normalized(kind, read)
-            if obj is not read:
+            found = self._normalized(kind, read, getattr(p.store, "path", None))
+            obj = p.decoded[index] = _SKIPPED if found is None else found
+            if obj is not read and found is not None:
                 p.originals[index] = read
         elif (original := p.originals.get(index)) is not None:
             self.raw[(kind.value, namespace_of(original), name_of(original))] = original
-        return obj
+        return None if obj is _SKIPPED else obj
 
-    def _normalized(self, kind: Kind, obj: dict[str, Any]) -> K8sObject:
+    def _normalized(
+        self, kind: Kind, obj: dict[str, Any], where: str | None = None
+    ) -> K8sObject | None:
+        """A deferred item as the Snapshot holds it: shape-checked (None: skipped), then
+        normalized; the item as read is kept in :attr:`raw` when either changed it."""
         from dradiag.snapshot.normalize import normalize
+        from dradiag.snapshot.shape_check import check_object
 
-        out = normalize(kind, obj)
+        checked = check_object(kind, obj, where)
+        if checked.problems:
+            self.record_problems(checked.problems)
+        if checked.obj is None:
+            return None
+        out = normalize(kind, checked.obj)
         if out is not obj:
             self.raw[(kind.value, namespace_of(obj), name_of(obj))] = obj
         return out
@@ -494,7 +598,9 @@ class Snapshot:
             at = p.position
             with paused_gc():
                 for i in indexes:
-                    out.append(self._decoded(kind, p, i))
+                    found = self._decoded(kind, p, i)
+                    if found is not None:
+                        out.append(found)
         out += given[at:]
         return out
 

@@ -44,6 +44,7 @@ from dradiag.snapshot.model import (
     pod_claim_references,
 )
 from dradiag.snapshot.normalize import RESOURCE_GROUP, normalize
+from dradiag.snapshot.shape_check import ShapeProblem, check_object
 from dradiag.sources.live_discovery import DRA_PLURALS, Discovery, plural_of
 from dradiag.sources.live_transport import ApiError, Reader
 
@@ -305,6 +306,7 @@ class Collector:
         self.scopes: dict[Kind, list[str | None]] = {}
         self._log_parts: dict[tuple[str, str, str, bool], dict[str, tuple[str, Read]]] = {}
         self._warned: set[str] = set()
+        self.problems: list[ShapeProblem] = []
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -350,9 +352,17 @@ class Collector:
             self._log_parts.setdefault(log_key, {})[read.part] = (outcome.text or "", read)
             return
         for item in outcome.items:
+            if not isinstance(item, dict):
+                self._warn(f"{read.describe()}: skipped an item that is not an object")
+                continue
             item.setdefault("kind", read.kind.value)
+            # The one shape check at the Snapshot boundary, before the plan reads it.
+            checked = check_object(read.kind, item, f"live: {read.describe()}")
+            self.problems += checked.problems
+            if checked.obj is None:
+                continue
             key = (namespace_of(item), name_of(item))
-            self.objects[read.kind][key] = item
+            self.objects[read.kind][key] = dict(checked.obj)
 
     def _record_error(self, read: Read, kind: Kind, error: ApiError) -> None:
         if read.verb == "get" and error.status == 404:
@@ -423,7 +433,9 @@ class Collector:
         if label_selector:
             query["labelSelector"] = label_selector
         path = self.discovery.path(kind, namespace=namespace) if self.discovery.serves(kind) else ""
-        return Read(kind, "list", path, query, namespace=namespace, scope=scope, keep=keep)
+        return Read(
+            kind, "list", path, query, namespace=namespace, scope=scope, keep=_shaped(kind, keep)
+        )
 
     def events_of(self, kind: str, namespace: str, name: str) -> Read:
         selector = (
@@ -511,7 +523,23 @@ class Collector:
             errors=self.errors,
             source=source,
             raw=raw,
+            problems=self.problems,
         )
+
+
+def _shaped(
+    kind: Kind, keep: Callable[[K8sObject], bool] | None
+) -> Callable[[K8sObject], bool] | None:
+    """``keep`` run on the shape-checked item: a filter must not read a malformed field.
+    An item the check would skip is kept, so that ``_absorb`` reports it."""
+    if keep is None:
+        return None
+
+    def checked_keep(item: K8sObject) -> bool:
+        checked = check_object(kind, item)
+        return checked.obj is None or keep(checked.obj)
+
+    return checked_keep
 
 
 def _needed(read: Read) -> str:

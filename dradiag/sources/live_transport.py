@@ -211,7 +211,7 @@ class Reader:
             kind = str(page.get("kind") or "")
             item_kind = kind[: -len("List")] if kind.endswith("List") else ""
             api_version = page.get("apiVersion")
-            items = page.get("items") or []
+            items = _items_of(page)
             for item in items:
                 if isinstance(item, dict):
                     if item_kind:
@@ -219,8 +219,9 @@ class Reader:
                     if api_version:
                         item.setdefault("apiVersion", api_version)
             yield page
-            token = (page.get("metadata") or {}).get("continue") or None
-            if not token:
+            meta = page.get("metadata")
+            token = meta.get("continue") if isinstance(meta, dict) else None
+            if not token or not isinstance(token, str):
                 return
 
     def list_items(
@@ -233,10 +234,17 @@ class Reader:
         """Every item of a list (all pages), filtered page by page by ``keep``."""
         out: list[dict[str, Any]] = []
         for page in self.pages(path, query):
-            for item in page.get("items") or []:
+            for item in _items_of(page):
                 if isinstance(item, dict) and (keep is None or keep(item)):
                     out.append(item)
         return out
+
+
+def _items_of(page: Mapping[str, Any]) -> list[Any]:
+    """A list page's ``items``; a server answering something else there lists nothing
+    (each item's own shape is checked where it enters the Snapshot)."""
+    items = page.get("items")
+    return items if isinstance(items, list) else []
 
 
 def _loads(body: bytes) -> Any:

@@ -41,6 +41,7 @@ from dradiag.snapshot.model import (
     paused_gc,
 )
 from dradiag.snapshot.normalize import kind_of, normalize
+from dradiag.snapshot.shape_check import ShapeProblem, check_object
 from dradiag.sources import json_lists
 
 logger = logging.getLogger(__name__)
@@ -463,6 +464,7 @@ def snapshot_from_documents(
     skipped_kinds: dict[str, int] = dict(skipped or {})
     waiting = sorted(deferred, key=lambda entry: entry[0])
     placed: list[tuple[int, DeferredObjects]] = []
+    problems: list[ShapeProblem] = []
     for index, doc in enumerate(documents):
         while waiting and waiting[0][0] <= index:
             store = waiting.pop(0)[1]
@@ -472,7 +474,11 @@ def snapshot_from_documents(
             label = f"{doc.obj.get('apiVersion')}/{doc.obj.get('kind')}"
             skipped_kinds[label] = skipped_kinds.get(label, 0) + 1
             continue
-        normalized = normalize(kind, doc.obj)
+        checked = check_object(kind, doc.obj, f"{doc.path}:{doc.line}" if doc.line else doc.path)
+        problems += checked.problems
+        if checked.obj is None:
+            continue
+        normalized = normalize(kind, checked.obj)
         objects[kind].append(normalized)
         if normalized is not doc.obj:
             raw[(kind.value, namespace_of(doc.obj), name_of(doc.obj))] = doc.obj
@@ -498,7 +504,13 @@ def snapshot_from_documents(
         errors = _errors_from_record(collection)
         source = source or _source_from_record(collection, location)
     if not any(objects.values()) and not logs and not deferred_kinds:
-        raise InputError("no Kubernetes objects dradiag can read", path=location)
+        dropped = sum(1 for p in problems if p.skipped)
+        why = (
+            f" ({dropped} malformed object(s) skipped: {problems[-1].describe()})"
+            if dropped
+            else ""
+        )
+        raise InputError(f"no Kubernetes objects dradiag can read{why}", path=location)
     return Snapshot(
         objects=objects,
         logs=logs,
@@ -507,6 +519,7 @@ def snapshot_from_documents(
         source=source or SourceInfo(kind="files", location=location),
         raw=raw,
         deferred=placed,
+        problems=problems,
     )
 
 

@@ -277,6 +277,20 @@ def capacity_fits(
     capacity = entry.capacity
     if any(name not in capacity for name in requests):
         return None
+    try:
+        return _capacity_fits(capacity, requests, already, allocating)
+    except ValueError:
+        # A quantity that does not parse (a junk request, policy or capacity value):
+        # the device cannot be shown to fit, and the allocation is explained as such.
+        return False
+
+
+def _capacity_fits(
+    capacity: Mapping[str, Any],
+    requests: Mapping[str, Any],
+    already: Mapping[str, int],
+    allocating: Mapping[str, int],
+) -> bool:
     for name, cap in capacity.items():
         if not isinstance(cap, Mapping):
             continue
@@ -300,5 +314,8 @@ def consumed_capacity(
         if not isinstance(cap, Mapping):
             continue
         requested = requests.get(name)
-        out[str(name)] = _consumed_one(None if requested is None else str(requested), cap)
+        try:
+            out[str(name)] = _consumed_one(None if requested is None else str(requested), cap)
+        except ValueError:
+            continue  # an unreadable quantity consumes nothing that can be counted
     return out
