@@ -54,12 +54,31 @@ class Case:
 
 
 def _claim_of(root: Path) -> str | None:
-    for name in ("expected.json", "sample.yaml", "case.yaml", "expected.yaml"):
-        path = root / name
-        if path.is_file():
+    # A field case describes its input from the folder above it (tests/field/<case>/).
+    for folder in (root, root.parent):
+        for name in ("expected.json", "sample.yaml", "case.yaml", "expected.yaml"):
+            path = folder / name
+            if not path.is_file():
+                continue
             data = yaml.safe_load(path.read_text())
             if isinstance(data, dict) and isinstance(data.get("claim"), str):
                 return str(data["claim"])
+            if isinstance(data, dict) and data.get("command") == "claim":
+                return str(data.get("target"))
+    return _first_claim(root)
+
+
+def _first_claim(root: Path) -> str | None:
+    """``ns/name`` of the first ResourceClaim in the folder (a field case run as ``pod``)."""
+    for path in sorted(root.rglob("*.y*ml")):
+        try:
+            docs = list(yaml.safe_load_all(path.read_text()))
+        except yaml.YAMLError:
+            continue
+        for obj in _objects(docs):
+            if obj.get("kind") == "ResourceClaim":
+                meta = obj.get("metadata") or {}
+                return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
     return None
 
 
