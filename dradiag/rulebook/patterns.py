@@ -14,6 +14,7 @@ imports (``re2`` and the stdlib parser) happen on first use, not at start-up.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -37,9 +38,15 @@ class Pattern:
     """``re2`` or ``re`` (the fallback for patterns RE2 cannot express)."""
     compiled: _Compiled
     group_names: frozenset[str]
-    literals: tuple[str, ...]
-    """Every match contains at least one of these; empty when none could be derived."""
     ignore_case: bool
+
+    @property
+    def literals(self) -> tuple[str, ...]:
+        """Every match contains at least one of these; empty when none could be derived.
+
+        Derived on first use: a ``claim`` run matches a handful of events and never needs
+        the prefilter of most of the rulebook's 300 patterns."""
+        return _literals_of(self.source, self.ignore_case)
 
     def search(self, text: str) -> dict[str, str] | None:
         """The named captures of the first match in ``text`` (``{}`` if it has none), or None."""
@@ -78,28 +85,42 @@ def _re2_compile(source: str) -> _Compiled | None:
         return None
 
 
+_LEADING_IGNORE_CASE = re.compile(r"\(\?[aLmsux]*i[aLmsux]*\)")
+"""A leading inline flag group with ``i`` (Python accepts global flags only at the start)."""
+
+
 def compile_pattern(source: str) -> Pattern:
-    """Compile one rule regex; raise :class:`PatternError` with the reason if impossible."""
-    try:
-        fallback = re.compile(source)
-    except re.error as exc:
-        raise PatternError(f"invalid regex: {exc}") from None
+    """Compile one rule regex; raise :class:`PatternError` with the reason if impossible.
+
+    RE2 compiles (and so validates) a pattern in microseconds; Python's ``re`` parses it
+    only when RE2 cannot express it, so loading the rulebook stays cheap.
+    """
     compiled: _Compiled | None = _re2_compile(source)
-    engine = "re2"
-    if compiled is None:
+    if compiled is not None:
+        engine = "re2"
+        group_names = frozenset(getattr(compiled, "groupindex", {}) or {})
+        ignore_case = _LEADING_IGNORE_CASE.match(source) is not None
+    else:
+        try:
+            fallback = re.compile(source)
+        except re.error as exc:
+            raise PatternError(f"invalid regex: {exc}") from None
         compiled, engine = fallback, "re"
-    ignore_case = bool(fallback.flags & re.IGNORECASE)
-    literals = required_literals(source)
-    if ignore_case:
-        literals = tuple(sorted({lit.lower() for lit in literals}))
+        group_names = frozenset(fallback.groupindex)
+        ignore_case = bool(fallback.flags & re.IGNORECASE)
     return Pattern(
         source=source,
         engine=engine,
         compiled=compiled,
-        group_names=frozenset(fallback.groupindex),
-        literals=literals,
+        group_names=group_names,
         ignore_case=ignore_case,
     )
+
+
+@functools.cache
+def _literals_of(source: str, ignore_case: bool) -> tuple[str, ...]:
+    literals = required_literals(source)
+    return tuple(sorted({lit.lower() for lit in literals})) if ignore_case else literals
 
 
 # -- literal prefilter -------------------------------------------------------------

@@ -901,10 +901,12 @@ class Snapshot:
         if not name:
             return []
         if Kind.EVENT in self._deferred and "mentions" not in self._ix.built:
-            key = ("mentions", name)
+            # One substring search per needle: ``ns/name`` and ``name`` share theirs.
+            needle = name.rsplit("/", 1)[-1]
+            key = ("mentions", needle)
             ix = self._scoped.get(key)
             if ix is None:
-                chosen = self._candidates(Kind.EVENT, name.rsplit("/", 1)[-1], within=True)
+                chosen = self._candidates(Kind.EVENT, needle, within=True)
                 if Kind.EVENT not in self._deferred:
                     ix = self._need("mentions")
                 else:

@@ -103,6 +103,17 @@ def parse_version(text: str | None) -> tuple[int, int] | None:
     return int(match.group(1)), int(match.group(2))
 
 
+GATED_SLICE_FIELDS = (
+    "sharedCounters",
+    "perDeviceNodeSelection",
+    "taints",
+    "consumesCounters",
+    "bindingConditions",
+    "allowMultipleAllocations",
+)
+"""The slice fields whose presence ``with_evidence`` reads as a gate turned on."""
+
+
 @dataclass(frozen=True, slots=True)
 class FeatureGates:
     """Enabled DRA gates plus the Kubernetes version the allocator behaves like.
@@ -201,9 +212,19 @@ class FeatureGates:
 
     @classmethod
     def for_snapshot(cls, snapshot: Snapshot) -> FeatureGates:
-        """The gates of the snapshot's server version, corrected by what it stored."""
+        """The gates of the snapshot's server version, corrected by what it stored.
+
+        Only slices that can hold a gated field are read: on a large input whose slices
+        are not decoded yet, the look-up for those field names decodes just them.
+        """
+        from dradiag.snapshot.model import Kind
+
+        seen: dict[int, Mapping[str, Any]] = {}
+        for key in GATED_SLICE_FIELDS:
+            for slc in snapshot.mentioning(Kind.RESOURCE_SLICE, key):
+                seen.setdefault(id(slc), slc)
         return cls.for_version(snapshot.source.server_version).with_evidence(
-            snapshot.slices, taint_rules=snapshot.taint_rules
+            seen.values(), taint_rules=snapshot.taint_rules
         )
 
     # -- allocator features (k8s.io/dynamic-resource-allocation internal.Features) ----

@@ -234,8 +234,22 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
     # later phases, never a publication break of this claim (DESIGN §2).
     proven = walk.allocation is not None or bool(walk.allocation_proof())
     claim_pending = not proven
+    # Whether a driver publishes anywhere: its slices on the claim's nodes answer that
+    # without reading the driver's slices cluster-wide (5,000 nodes' worth).
+    on_nodes = {
+        str((s.get("spec") or {}).get("driver") or "")
+        for node in nodes
+        for s in snap.slices_for(node=node)
+    }
+    publishing: dict[str, bool] = {}
+
+    def publishes(driver: str) -> bool:
+        if driver not in publishing:
+            publishing[driver] = driver in on_nodes or bool(snap.slices_for(driver=driver))
+        return publishing[driver]
+
     for driver in drivers if slices_collected else ():
-        if not snap.slices_for(driver=driver):
+        if not publishes(driver):
             plugin_note = ""
             if snap.is_collected(Kind.POD) and not walk.any_plugin_pod():
                 plugin_note = " No kubelet-plugin pod of the DRA driver is in the snapshot either."
@@ -282,7 +296,7 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
             )
         health = walk.plugin(node)
         blocking = not walk.prepared_on(node)
-        if slices_collected and not node_slices and all(snap.slices_for(driver=d) for d in drivers):
+        if slices_collected and not node_slices and all(publishes(d) for d in drivers):
             findings.append(
                 Finding(
                     rule=PUB_NODE_NO_SLICES,
