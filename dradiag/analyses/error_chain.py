@@ -17,9 +17,10 @@ _CONTEXT_ONLY = re.compile(
     r"[\w\s/=-]*$",
     re.I,
 )
-MIN_CAUSE = 12
-"""A last link shorter than this (a value such as ``3g.40gb`` or ``EOF``) is taken with
-the link before it, so the cause reads as a sentence."""
+MIN_CAUSE = 24
+"""A last link shorter than this (a value such as ``3g.40gb``, ``EOF``, ``permission
+denied`` or ``Insufficient Resources``) is taken with the link before it, so the cause
+says what failed as well as how."""
 
 
 def innermost_error(message: str) -> str:
