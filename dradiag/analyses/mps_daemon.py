@@ -15,32 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dradiag.snapshot.driver_workloads import DAEMON_PREFIX, mps_requests
 from dradiag.snapshot.model import K8sObject, Snapshot, name_of
 
-DAEMON_PREFIX = "mps-control-daemon-"
-"""The Deployment name prefix the driver uses (``MpsControlDaemonNameFmt``)."""
-NVIDIA_DRIVER = "gpu.nvidia.com"
-
-
-def mps_requests(claim: K8sObject) -> list[str]:
-    """Requests of the claim configured with MPS sharing (``[]``: no MPS; ``["*"]``: a
-    config entry for every request). Config from the class is not in the claim and is
-    not seen here."""
-    out: list[str] = []
-    config = ((claim.get("spec") or {}).get("devices") or {}).get("config") or []
-    for entry in config:
-        if not isinstance(entry, Mapping):
-            continue
-        opaque = entry.get("opaque") or {}
-        if not isinstance(opaque, Mapping) or opaque.get("driver") != NVIDIA_DRIVER:
-            continue
-        params = opaque.get("parameters") or {}
-        sharing = params.get("sharing") if isinstance(params, Mapping) else None
-        if isinstance(sharing, Mapping) and sharing.get("strategy") == "MPS":
-            requests = entry.get("requests") or ["*"]
-            out += [str(r) for r in requests if str(r) not in out]
-    return out
-
+__all__ = ["DaemonDown", "claim_daemons", "daemon_down", "first_down", "mps_requests"]
 
 def claim_daemons(snapshot: Snapshot, claim_uid: str) -> list[K8sObject]:
     """The claim's MPS control-daemon Deployments (one per config group), by name."""

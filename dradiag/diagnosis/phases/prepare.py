@@ -169,8 +169,9 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
     if not findings and len(deleted_unstarted) == len(bound):
         # Deleted before any container started, with no Prepare failure on record.
         return phase_result(walk.rulebook, phase, findings, PhaseStatus.NOT_REACHED)
-    if waiting and not findings and daemons_unread:
-        # Prepare may be waiting on the MPS daemon: unread, that is not "in progress".
+    if daemons_unread and all(f.rule == PREP_STUCK for f in findings):
+        # Prepare may be waiting on the MPS daemon: unread, that is neither "in progress"
+        # nor a stall without a cause; say what would tell.
         findings.append(
             walk.not_collected(
                 phase,
@@ -180,7 +181,8 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
                 "Prepare is blocked on it",
             )
         )
-        return phase_result(walk.rulebook, phase, findings, PhaseStatus.UNKNOWN)
+        if len(findings) == 1:
+            return phase_result(walk.rulebook, phase, findings, PhaseStatus.UNKNOWN)
     if waiting and not findings:
         return phase_result(
             walk.rulebook, phase, findings, PhaseStatus.NOT_REACHED, "Prepare in progress"
