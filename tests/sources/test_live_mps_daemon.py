@@ -4,6 +4,7 @@ MPS claim, and the prepare verdict they decide; forbidden, the phase says what i
 from __future__ import annotations
 
 import copy
+import tarfile
 import json
 from pathlib import Path
 from typing import Any
@@ -128,3 +129,26 @@ def test_forbidden_deployments_leave_a_fresh_wait_unknown(kube_api_factory, home
     assert code == 4
     assert prepare["status"] == "unknown"
     assert [f["rule"] for f in prepare["findings"]] == ["DRA-PREP-NOT-COLLECTED"]
+
+
+def test_bundle_keeps_the_daemon_and_gives_the_live_verdict(kube_api_factory, home, capsys):
+    server = kube_api_factory(None, objects=_objects())
+    kubeconfig = server.write_kubeconfig(home / "kubeconfig")
+    archive = home / "b.tar.gz"
+    capsys.readouterr()
+    assert run(["bundle", "-o", str(archive), "--kubeconfig", str(kubeconfig)]) == 0
+    with tarfile.open(archive) as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+    kept = json.loads(members[f"resources/apps/v1/deployments/{DRIVER_NS}.json"])
+    assert [d["metadata"]["name"] for d in kept["items"]] == [
+        "mps-control-daemon-3b1f6c2e-8d4a-4f7b-9e21-5c0d7a9b8e64-5d2c1"
+    ]
+    assert not [m for m in members if m.startswith("resources/apps/v1/deployments/ml")]
+    manifest = json.loads(members["manifest.json"])
+    assert any(c.get("kind") == "Deployment" for c in manifest["collectors"])
+
+    capsys.readouterr()
+    code = run(["claim", "ml/mps-shared", "--from", str(archive), "-o", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert doc["verdict"]["rule"] == "DRA-PREP-MPS-DAEMON-NOT-RUNNING"
