@@ -20,6 +20,7 @@ from dradiag.snapshot.model import K8sObject, Snapshot, name_of
 
 __all__ = ["DaemonDown", "claim_daemons", "daemon_down", "first_down", "mps_requests"]
 
+
 def claim_daemons(snapshot: Snapshot, claim_uid: str) -> list[K8sObject]:
     """The claim's MPS control-daemon Deployments (one per config group), by name."""
     return [
@@ -41,9 +42,7 @@ class DaemonDown:
 
 def _conditions(deployment: K8sObject) -> dict[str, Mapping[str, Any]]:
     conditions = (deployment.get("status") or {}).get("conditions") or []
-    return {
-        str(c.get("type")): c for c in conditions if isinstance(c, Mapping) and c.get("type")
-    }
+    return {str(c.get("type")): c for c in conditions if isinstance(c, Mapping) and c.get("type")}
 
 
 def daemon_down(deployment: K8sObject) -> DaemonDown | None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from dradiag.snapshot.driver_workloads import is_mps_daemon, mps_requests
 from dradiag.snapshot.model import (
     CollectionError,
     ContainerLog,
@@ -43,7 +44,6 @@ from dradiag.snapshot.model import (
     namespace_of,
     pod_claim_references,
 )
-from dradiag.snapshot.driver_workloads import is_mps_daemon, mps_requests
 from dradiag.snapshot.normalize import RESOURCE_GROUP, normalize
 from dradiag.sources.live_discovery import DRA_PLURALS, Discovery, plural_of, qualified_plural
 from dradiag.sources.live_transport import ApiError, Reader

@@ -4,8 +4,8 @@ MPS claim, and the prepare verdict they decide; forbidden, the phase says what i
 from __future__ import annotations
 
 import copy
-import tarfile
 import json
+import tarfile
 from pathlib import Path
 from typing import Any
 

@@ -192,11 +192,16 @@ def test_unknown_kinds_are_reported_and_skipped(tmp_path: Path, caplog):
     assert len(snap.claims) == 1
     assert "apps/v1/StatefulSet" in caplog.text
     # ...but the documents stay available to commands that read workloads.
-    assert {d.obj["kind"] for d in load_documents(str(tmp_path))} == {"ResourceClaim", "StatefulSet"}
+    assert {d.obj["kind"] for d in load_documents(str(tmp_path))} == {
+        "ResourceClaim",
+        "StatefulSet",
+    }
 
 
 def test_only_unknown_kinds_is_an_error(tmp_path: Path):
-    (tmp_path / "d.yaml").write_text("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: d}\n")
+    (tmp_path / "d.yaml").write_text(
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: d}\n"
+    )
     assert "no Kubernetes objects" in _input_error(tmp_path).reason
 
 

@@ -108,7 +108,9 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
             )
     # MPS: Prepare waits on the claim's control-daemon Deployment; when that pod cannot be
     # created, the Deployment's status is the one object that says why.
-    mps_waiting = [p for p in waiting if _creating(p)] if mps_daemon.mps_requests(walk.claim) else []
+    mps_waiting = (
+        [p for p in waiting if _creating(p)] if mps_daemon.mps_requests(walk.claim) else []
+    )
     daemons_unread = bool(mps_waiting) and not walk.collected(Kind.DEPLOYMENT)
     if mps_waiting and not daemons_unread and not _has_error(findings):
         findings += _mps_daemon_down(walk, mps_waiting[0])
