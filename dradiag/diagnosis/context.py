@@ -54,6 +54,7 @@ _RESOURCE_OF_KIND: Mapping[Kind, str] = {
     Kind.NODE: "nodes",
     Kind.EVENT: "events",
     Kind.LOG: "pods/log",
+    Kind.DEPLOYMENT: "deployments",
 }
 
 

@@ -43,6 +43,11 @@ class Kind(StrEnum):
     EVENT = "Event"
     LOG = "Log"
     """Container logs (kubelet-plugin and workload containers)."""
+    DEPLOYMENT = "Deployment"
+    """``apps/v1`` Deployments the driver creates per claim (the MPS control daemon,
+    ``mps-control-daemon-<claim UID>-<hash>`` in the driver's namespace): their status
+    says why a daemon Prepare waits for never came up. Read only in the driver's
+    namespaces; indexed by the claim UID their name carries."""
 
 
 class Coverage(StrEnum):
@@ -277,6 +282,7 @@ class _Indexes:
         "events_by_uid",
         "events_by_mention",
         "logs_by_pod",
+        "deployments_by_claim_uid",
         "built",
     )
 
@@ -299,6 +305,7 @@ class _Indexes:
     events_by_uid: dict[str, list[K8sObject]]
     events_by_mention: dict[str, list[K8sObject]]
     logs_by_pod: dict[tuple[str, str], list[ContainerLog]]
+    deployments_by_claim_uid: dict[str, list[K8sObject]]
 
     def __init__(self) -> None:
         self.built: set[str] = set()
@@ -314,6 +321,7 @@ _GROUP_KINDS: dict[str, tuple[Kind, ...]] = {
     "events": (Kind.EVENT,),
     "mentions": (Kind.EVENT,),
     "logs": (),
+    "deployments": (Kind.DEPLOYMENT,),
 }
 """The kinds each index group is built from."""
 
@@ -504,6 +512,10 @@ class Snapshot:
     @property
     def nodes(self) -> tuple[K8sObject, ...]:
         return self._all(Kind.NODE)
+
+    @property
+    def deployments(self) -> tuple[K8sObject, ...]:
+        return self._all(Kind.DEPLOYMENT)
 
     @property
     def events(self) -> tuple[K8sObject, ...]:
@@ -722,6 +734,13 @@ class Snapshot:
                 by_token[token].append(ev)
         ix.events_by_mention = by_token
 
+    def _build_deployments(self, ix: _Indexes, of: ObjectsOf) -> None:
+        by_uid: dict[str, list[K8sObject]] = defaultdict(list)
+        for deployment in of(Kind.DEPLOYMENT):
+            for uid in dict.fromkeys(_UID_IN_NAME.findall(name_of(deployment))):
+                by_uid[uid].append(deployment)
+        ix.deployments_by_claim_uid = by_uid
+
     def _build_logs(self, ix: _Indexes, of: ObjectsOf) -> None:
         ix.logs_by_pod = defaultdict(list)
         for log in self.logs:
@@ -921,6 +940,14 @@ class Snapshot:
         by_device = self._index("devices", pool).claims_by_device
         return list(by_device.get((driver, pool, device), ()))
 
+    def deployments_for_claim(self, claim_uid: str) -> list[K8sObject]:
+        """Deployments whose name carries ``claim_uid`` (the driver's per-claim workloads,
+        e.g. ``mps-control-daemon-<claim UID>-<hash>``), in input order."""
+        if not claim_uid:
+            return []
+        by_uid = self._index("deployments", claim_uid).deployments_by_claim_uid
+        return list(by_uid.get(claim_uid.lower(), ()))
+
     def component_logs(self) -> list[ContainerLog]:
         """Logs of components given without a pod (kubelet, scheduler, plugin files)."""
         return [log for log in self.logs if log.component]
@@ -966,6 +993,7 @@ class Snapshot:
             (Kind.POD, self.pods),
             (Kind.NODE, self.nodes),
             (Kind.EVENT, self.events),
+            (Kind.DEPLOYMENT, self.deployments),
         ):
             for obj in objs:
                 yield kind, obj
@@ -985,6 +1013,10 @@ _MENTION = re.compile(
 )
 """What a message can name an object by: a UID, ``ns/name``, a name after "claim", or a
 quoted name. The kubelet writes ``claim ns/name`` or the UID; the scheduler quotes names."""
+
+
+_UID_IN_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""A UID inside an object name: how the driver names a claim's per-claim Deployment."""
 
 
 def mentioned_names(text: str) -> Iterator[str]:

@@ -30,6 +30,9 @@ RESOURCE_GROUP = "resource.k8s.io"
 RESOURCE_VERSIONS = ("v1", "v1beta2", "v1beta1", "v1alpha3")
 """resource.k8s.io versions dradiag reads, in order of preference (k8s-dra-semantics §4.1)."""
 
+APPS_V1 = "apps/v1"
+"""The one Deployment version read: served by every supported cluster (since 1.16)."""
+
 _KIND_BY_NAME: dict[str, Kind] = {k.value: k for k in Kind if k is not Kind.LOG}
 
 # Fields a v1alpha3/v1beta1 request carries at top level that v1 keeps under `exactly`.
@@ -81,6 +84,8 @@ def _kind_of(api_version: str, kind_name: str) -> Kind | None:
         return kind if group == RESOURCE_GROUP else None
     if kind is Kind.EVENT:
         return kind if group in ("", "events.k8s.io") else None
+    if kind is Kind.DEPLOYMENT:
+        return kind if api_version == APPS_V1 else None
     return kind if group == "" else None
 
 

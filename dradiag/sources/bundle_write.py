@@ -42,7 +42,7 @@ from dradiag.snapshot.model import (
     namespace_of,
 )
 from dradiag.snapshot.normalize import RESOURCE_GROUP
-from dradiag.sources.live_discovery import DRA_PLURALS, Discovery, plural_of
+from dradiag.sources.live_discovery import APPS_PLURALS, DRA_PLURALS, Discovery, plural_of
 from dradiag.sources.live_plan import (
     LOG_LIMIT_BYTES,
     LOG_TAIL_LINES,
@@ -386,6 +386,8 @@ def trim_node(node: K8sObject) -> dict[str, Any]:
 def _group_version(kind: Kind, discovery: Discovery) -> tuple[str, str]:
     if kind in DRA_PLURALS:
         return RESOURCE_GROUP, discovery.resource_versions.get(kind) or "v1"
+    if kind in APPS_PLURALS:
+        return "apps", "v1"
     return "core", "v1"
 
 
@@ -444,6 +446,12 @@ def lay_out(collected: Collected, redactor: Redactor) -> Layout:
                 obj = trim_node(obj)
             elif kind is Kind.POD:
                 redactor.pod(obj, where)
+            elif kind is Kind.DEPLOYMENT:
+                # Its conditions' messages, and its pod template as a pod's (env, commands).
+                redactor.pod(obj, where)
+                template = (obj.get("spec") or {}).get("template")
+                if isinstance(template, dict):
+                    redactor.pod(template, f"{where} pod template")
             else:
                 redactor.annotations(obj, where)
             if kind is Kind.EVENT:

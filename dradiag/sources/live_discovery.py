@@ -30,12 +30,26 @@ DRA_PLURALS: dict[Kind, str] = {
     Kind.RESOURCE_CLAIM_TEMPLATE: "resourceclaimtemplates",
 }
 CORE_PLURALS: dict[Kind, str] = {Kind.POD: "pods", Kind.NODE: "nodes", Kind.EVENT: "events"}
-NAMESPACED = frozenset({Kind.RESOURCE_CLAIM, Kind.RESOURCE_CLAIM_TEMPLATE, Kind.POD, Kind.EVENT})
+APPS_PLURALS: dict[Kind, str] = {Kind.DEPLOYMENT: "deployments"}
+"""``apps/v1`` kinds: served by every cluster dradiag supports, so never discovered."""
+APPS_GROUP_VERSION = "apps/v1"
+NAMESPACED = frozenset(
+    {Kind.RESOURCE_CLAIM, Kind.RESOURCE_CLAIM_TEMPLATE, Kind.POD, Kind.EVENT, Kind.DEPLOYMENT}
+)
 
 
 def plural_of(kind: Kind) -> str:
     """The REST resource name of a kind (``pods``, ``resourceslices``)."""
-    return DRA_PLURALS.get(kind) or CORE_PLURALS[kind]
+    return DRA_PLURALS.get(kind) or APPS_PLURALS.get(kind) or CORE_PLURALS[kind]
+
+
+def qualified_plural(kind: Kind) -> str:
+    """``resourceslices.resource.k8s.io``, ``deployments.apps``, ``pods``: as RBAC names it."""
+    if kind in DRA_PLURALS:
+        return f"{DRA_PLURALS[kind]}.{RESOURCE_GROUP}"
+    if kind in APPS_PLURALS:
+        return f"{APPS_PLURALS[kind]}.apps"
+    return plural_of(kind)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,8 +68,12 @@ class Discovery:
     """True when discovery was refused and ``v1`` is assumed for every DRA kind."""
 
     def serves(self, kind: Kind) -> bool:
-        """True when the kind can be read (core kinds always)."""
-        return kind in CORE_PLURALS or self.resource_versions.get(kind) is not None
+        """True when the kind can be read (core and apps/v1 kinds always)."""
+        return (
+            kind in CORE_PLURALS
+            or kind in APPS_PLURALS
+            or self.resource_versions.get(kind) is not None
+        )
 
     def path(
         self,
@@ -68,6 +86,8 @@ class Discovery:
         """The REST path for a collection or one object of ``kind``."""
         if kind in CORE_PLURALS:
             base = "/api/v1"
+        elif kind in APPS_PLURALS:
+            base = f"/apis/{APPS_GROUP_VERSION}"
         else:
             version = self.resource_versions.get(kind)
             if version is None:

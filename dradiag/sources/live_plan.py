@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from dradiag.snapshot.driver_workloads import is_mps_daemon, mps_requests
 from dradiag.snapshot.model import (
     CollectionError,
     ContainerLog,
@@ -45,7 +46,7 @@ from dradiag.snapshot.model import (
 )
 from dradiag.snapshot.normalize import RESOURCE_GROUP, normalize
 from dradiag.snapshot.shape_check import ShapeProblem, check_object
-from dradiag.sources.live_discovery import DRA_PLURALS, Discovery, plural_of
+from dradiag.sources.live_discovery import DRA_PLURALS, Discovery, plural_of, qualified_plural
 from dradiag.sources.live_transport import ApiError, Reader
 
 if TYPE_CHECKING:
@@ -545,9 +546,7 @@ def _shaped(
 def _needed(read: Read) -> str:
     if read.verb == "log":
         return "get on pods/log"
-    plural = plural_of(read.kind)
-    qualified = f"{plural}.{RESOURCE_GROUP}" if read.kind in DRA_PLURALS else plural
-    return f"get/list on {qualified}"
+    return f"get/list on {qualified_plural(read.kind)}"
 
 
 # -- targeted plans -------------------------------------------------------------------
@@ -724,7 +723,28 @@ def _follow_claims(
         if (t := _parse_time((cl.get("metadata") or {}).get("creationTimestamp")))
     ]
     since = min(created) - LOG_SINCE_MARGIN if created else None
-    c.run(_plugin_log_reads(c, plugin_pods, since))
+    c.run(_plugin_log_reads(c, plugin_pods, since) + mps_daemon_reads(c, claims, plugin_pods))
+
+
+def mps_daemon_reads(
+    c: Collector, claims: Iterable[K8sObject], plugin_pods: Iterable[K8sObject]
+) -> list[Read]:
+    """For claims with MPS sharing: the MPS control-daemon Deployments, listed in the
+    namespaces of the driver's kubelet-plugin pods (where the driver creates them) and
+    nowhere else. None without an MPS claim, or with no plugin pod to say where the
+    driver runs: Deployments then stay ``unknown`` and the prepare phase says so."""
+    if not any(mps_requests(cl) for cl in claims):
+        return []
+    namespaces = sorted({namespace_of(p) for p in plugin_pods if namespace_of(p)})
+    return [
+        c.list(
+            Kind.DEPLOYMENT,
+            namespace=ns,
+            scope=f"MPS control daemons in namespace {ns}",
+            keep=is_mps_daemon,
+        )
+        for ns in namespaces
+    ]
 
 
 def _started_at(status: Mapping[str, Any]) -> datetime | None:
@@ -869,8 +889,10 @@ def collect_cluster(c: Collector, namespace: str | None, nodes: Sequence[str] = 
             ) in pod_keys
         return kind == "Node" and str(involved.get("name") or "") in slice_nodes
 
-    plugin_pods = [p for p in c.all(Kind.POD) if is_kubelet_plugin_pod(p) and _unhealthy(p)]
-    reads = [
+    all_plugin_pods = [p for p in c.all(Kind.POD) if is_kubelet_plugin_pod(p)]
+    plugin_pods = [p for p in all_plugin_pods if _unhealthy(p)]
+    reads = mps_daemon_reads(c, c.all(Kind.RESOURCE_CLAIM), all_plugin_pods)
+    reads += [
         c.list(
             Kind.EVENT,
             namespace=namespace,

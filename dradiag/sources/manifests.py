@@ -61,6 +61,7 @@ _KIND_BY_PLURAL: dict[str, Kind] = {
     "pods": Kind.POD,
     "nodes": Kind.NODE,
     "events": Kind.EVENT,
+    "deployments": Kind.DEPLOYMENT,
 }
 
 

@@ -3,7 +3,8 @@
 It speaks enough of the real API for dradiag's live source and for ``kubectl get`` to talk
 to it over real HTTP: discovery (``/version``, ``/api``, ``/api/v1``, ``/apis``,
 ``/apis/<group>[/<version>]``, legacy and aggregated), get and list for pods, events,
-nodes and every resource.k8s.io kind (namespaced and cluster-wide), ``limit``/``continue``
+nodes, every resource.k8s.io kind (namespaced and cluster-wide) and ``apps/v1``
+Deployments, ``limit``/``continue``
 pagination with opaque tokens, ``fieldSelector`` on the fields the real server registers
 (400 on any other), ``labelSelector`` (equality and set-based), ``resourceVersion`` on
 lists, Table responses for ``kubectl get``'s default printing, pod logs (``container``,
@@ -91,7 +92,12 @@ DRA_TYPES = (
         DRA_GROUP, "resourceclaimtemplates", "ResourceClaimTemplate", True, "resourceclaimtemplate"
     ),
 )
-_TYPE_BY_KIND = {t.kind: t for t in CORE_TYPES + DRA_TYPES}
+APPS_GROUP = "apps"
+APPS_TYPES = (
+    ResourceType(APPS_GROUP, "deployments", "Deployment", True, "deployment", ("deploy",)),
+)
+"""``apps/v1``: only Deployments (the NVIDIA driver's per-claim MPS control daemons)."""
+_TYPE_BY_KIND = {t.kind: t for t in CORE_TYPES + DRA_TYPES + APPS_TYPES}
 
 
 @dataclass
@@ -520,7 +526,7 @@ class KubeAPIServer:
     # -- discovery ----------------------------------------------------------------
 
     def _served(self, rt: ResourceType) -> tuple[str, ...]:
-        if rt.group == "":
+        if rt.group in ("", APPS_GROUP):
             return ("v1",)
         if rt.plural == "devicetaintrules":
             return self.taint_rule_versions
@@ -530,14 +536,14 @@ class KubeAPIServer:
         return [v for v in DRA_VERSIONS if any(v in self._served(rt) for rt in DRA_TYPES)]
 
     def _resource_type(self, group: str, version: str, plural: str) -> ResourceType:
-        for rt in CORE_TYPES + DRA_TYPES:
+        for rt in CORE_TYPES + DRA_TYPES + APPS_TYPES:
             if rt.group == group and rt.plural == plural and version in self._served(rt):
                 return rt
         raise ApiStatus(404, "NotFound", "the server could not find the requested resource")
 
     def _api_resources(self, group: str, version: str) -> list[dict[str, Any]]:
         out = []
-        types = CORE_TYPES if group == "" else DRA_TYPES
+        types = {"": CORE_TYPES, APPS_GROUP: APPS_TYPES}.get(group, DRA_TYPES)
         for rt in types:
             if version not in self._served(rt):
                 continue
@@ -666,6 +672,16 @@ class KubeAPIServer:
             return _json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
         if segs == ["apis", DRA_GROUP] and group_versions:
             return _json(200, {"kind": "APIGroup", "apiVersion": "v1", **self._api_group()})
+        if segs == ["apis", APPS_GROUP, "v1"]:
+            return _json(
+                200,
+                {
+                    "kind": "APIResourceList",
+                    "apiVersion": "v1",
+                    "groupVersion": f"{APPS_GROUP}/v1",
+                    "resources": self._api_resources(APPS_GROUP, "v1"),
+                },
+            )
         if len(segs) == 3 and segs[:2] == ["apis", DRA_GROUP] and segs[2] in group_versions:
             return _json(
                 200,
@@ -761,7 +777,7 @@ class KubeAPIServer:
         if rt.group == DRA_GROUP:
             return to_version(rt.kind, obj, version)
         out = json.loads(json.dumps(obj))
-        out["apiVersion"] = "v1"
+        out["apiVersion"] = f"{rt.group}/v1" if rt.group else "v1"
         return out
 
     def _not_found(self, rt: ResourceType, name: str) -> ApiStatus:

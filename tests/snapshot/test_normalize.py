@@ -202,7 +202,9 @@ def test_kind_of_requires_the_right_group():
     assert kind_of({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass"}) is Kind.DEVICE_CLASS
     assert kind_of({"apiVersion": "example.com/v1", "kind": "DeviceClass"}) is None
     assert kind_of({"apiVersion": "v1", "kind": "Pod"}) is Kind.POD
-    assert kind_of({"apiVersion": "apps/v1", "kind": "Deployment"}) is None
+    assert kind_of({"apiVersion": "apps/v1", "kind": "Deployment"}) is Kind.DEPLOYMENT
+    assert kind_of({"apiVersion": "extensions/v1beta1", "kind": "Deployment"}) is None
+    assert kind_of({"apiVersion": "apps/v1", "kind": "StatefulSet"}) is None
     assert kind_of({"apiVersion": "events.k8s.io/v1", "kind": "Event"}) is Kind.EVENT
 
 

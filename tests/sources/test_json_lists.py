@@ -369,7 +369,7 @@ class Cluster:
         unread = [
             {
                 "apiVersion": "apps/v1",
-                "kind": "Deployment",
+                "kind": "StatefulSet",
                 "metadata": {"name": "train-0", "namespace": "team-a"},
             },
             {
@@ -379,7 +379,7 @@ class Cluster:
             },
             {
                 "apiVersion": "apps/v1",
-                "kind": "Deployment",
+                "kind": "StatefulSet",
                 "metadata": {"name": "infer", "namespace": "team-a"},
             },
             {
@@ -752,7 +752,7 @@ def test_unread_kinds_are_counted_by_api_version_and_kind() -> None:
     pod = _pod("ml", "p", uid=_uid("p"), node=NODES[0])
     deployment = {
         "apiVersion": "apps/v1",
-        "kind": "Deployment",
+        "kind": "StatefulSet",
         "metadata": {"name": "d", "namespace": "ml"},
     }
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ml"}}
@@ -760,7 +760,7 @@ def test_unread_kinds_are_counted_by_api_version_and_kind() -> None:
     items = [deployment, pod, config, config, deployment, foreign, config, pod]
     found = _split(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     assert found.skipped == {
-        "apps/v1/Deployment": 2,
+        "apps/v1/StatefulSet": 2,
         "v1/ConfigMap": 3,
         "example.com/v1/DeviceClass": 1,
     }
@@ -773,9 +773,9 @@ def test_a_list_of_unread_kinds_only_has_no_store() -> None:
         {"metadata": {"name": f"d-{i}", "namespace": "ml"}, "spec": {"replicas": 1}}
         for i in range(3)
     ]
-    doc = {"apiVersion": "apps/v1", "kind": "DeploymentList", "items": bare}
+    doc = {"apiVersion": "apps/v1", "kind": "StatefulSetList", "items": bare}
     found = _split(json.dumps(doc, separators=(",", ":")))
-    assert found.stores == [] and found.skipped == {"apps/v1/Deployment": 3}
+    assert found.stores == [] and found.skipped == {"apps/v1/StatefulSet": 3}
 
 
 def test_utf8_byte_order_mark_is_ignored() -> None:
@@ -1383,7 +1383,7 @@ def test_unread_kinds_in_a_deferred_file_are_reported(
         snap = _deferred(cluster_dir)
     deferred = sorted(r.getMessage() for r in caplog.records if "skipped" in r.getMessage())
     assert deferred == [
-        "skipped 2 object(s) of kind apps/v1/Deployment: not read by dradiag",
+        "skipped 2 object(s) of kind apps/v1/StatefulSet: not read by dradiag",
         "skipped 3 object(s) of kind v1/ConfigMap: not read by dradiag",
     ]
     assert deferred == eager

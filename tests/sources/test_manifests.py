@@ -185,18 +185,23 @@ def test_directory_without_kubernetes_objects(tmp_path: Path):
 
 def test_unknown_kinds_are_reported_and_skipped(tmp_path: Path, caplog):
     (tmp_path / "mixed.yaml").write_text(
-        CLAIM_YAML + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
+        CLAIM_YAML + "---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: d}\n"
     )
     with caplog.at_level(logging.WARNING):
         snap = load_snapshot(str(tmp_path))
     assert len(snap.claims) == 1
-    assert "apps/v1/Deployment" in caplog.text
+    assert "apps/v1/StatefulSet" in caplog.text
     # ...but the documents stay available to commands that read workloads.
-    assert {d.obj["kind"] for d in load_documents(str(tmp_path))} == {"ResourceClaim", "Deployment"}
+    assert {d.obj["kind"] for d in load_documents(str(tmp_path))} == {
+        "ResourceClaim",
+        "StatefulSet",
+    }
 
 
 def test_only_unknown_kinds_is_an_error(tmp_path: Path):
-    (tmp_path / "d.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
+    (tmp_path / "d.yaml").write_text(
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: d}\n"
+    )
     assert "no Kubernetes objects" in _input_error(tmp_path).reason
 
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from dradiag.analyses import mps_daemon
 from dradiag.analyses.timeline import (
     age,
     event_last_time,
@@ -25,7 +26,7 @@ from dradiag.diagnosis.context import (
 )
 from dradiag.diagnosis.findings import as_historical, event_evidence, phase_result
 from dradiag.diagnosis.model import PhaseResult
-from dradiag.diagnosis.rule_ids import PREP_FAILED, PREP_STUCK
+from dradiag.diagnosis.rule_ids import PREP_FAILED, PREP_MPS_DAEMON_DOWN, PREP_STUCK
 from dradiag.snapshot.model import (
     K8sObject,
     Kind,
@@ -105,16 +106,31 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
                     identifiers=(("claim UID", walk.claim_uid),),
                 )
             )
+    # MPS: Prepare waits on the claim's control-daemon Deployment; when that pod cannot be
+    # created, the Deployment's status is the one object that says why.
+    mps_waiting = (
+        [p for p in waiting if _creating(p)] if mps_daemon.mps_requests(walk.claim) else []
+    )
+    daemons_unread = bool(mps_waiting) and not walk.collected(Kind.DEPLOYMENT)
+    if mps_waiting and not daemons_unread and not _has_error(findings):
+        findings += _mps_daemon_down(walk, mps_waiting[0])
     for pod in waiting:
-        if any(f.severity is Severity.ERROR for f in findings):
+        if _has_error(findings):
             break
         if not walk.collected(Kind.EVENT):
+            kinds = [Kind.EVENT, Kind.DEPLOYMENT] if daemons_unread else [Kind.EVENT]
             findings.append(
                 walk.not_collected(
                     phase,
-                    [Kind.EVENT],
+                    kinds,
                     f"Pod {pod_key(pod)} is not running yet and Prepare failures are reported "
-                    "only in pod events (the plugin logs them only at verbosity 6)",
+                    "only in pod events (the plugin logs them only at verbosity 6)"
+                    + (
+                        "; an MPS claim's Prepare also waits on its MPS control daemon, whose "
+                        "Deployment status says why it is not running"
+                        if daemons_unread
+                        else ""
+                    ),
                 )
             )
             return phase_result(walk.rulebook, phase, findings, PhaseStatus.UNKNOWN)
@@ -155,6 +171,20 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
     if not findings and len(deleted_unstarted) == len(bound):
         # Deleted before any container started, with no Prepare failure on record.
         return phase_result(walk.rulebook, phase, findings, PhaseStatus.NOT_REACHED)
+    if daemons_unread and all(f.rule == PREP_STUCK for f in findings):
+        # Prepare may be waiting on the MPS daemon: unread, that is neither "in progress"
+        # nor a stall without a cause; say what would tell.
+        findings.append(
+            walk.not_collected(
+                phase,
+                [Kind.DEPLOYMENT],
+                f"Pod {pod_key(mps_waiting[0])} waits in ContainerCreating and the claim's "
+                "MPS control daemon Deployment (in the driver's namespace) says whether "
+                "Prepare is blocked on it",
+            )
+        )
+        if len(findings) == 1:
+            return phase_result(walk.rulebook, phase, findings, PhaseStatus.UNKNOWN)
     if waiting and not findings:
         return phase_result(
             walk.rulebook, phase, findings, PhaseStatus.NOT_REACHED, "Prepare in progress"
@@ -162,6 +192,58 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
     prepared = sorted({str((p.get("spec") or {}).get("nodeName")) for p in bound if pod_started(p)})
     summary = f"prepared on {', '.join(prepared)}" if prepared else ""
     return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)
+
+
+def _has_error(findings: list[Finding]) -> bool:
+    return any(f.severity is Severity.ERROR for f in findings)
+
+
+def _creating(pod: K8sObject) -> bool:
+    """The pod waits for its sandbox: no container status yet, or ContainerCreating."""
+    statuses = container_statuses(pod)
+    return not statuses or any(
+        ((cs.get("state") or {}).get("waiting") or {}).get("reason") == "ContainerCreating"
+        for cs in statuses
+    )
+
+
+def _mps_daemon_down(walk: ClaimWalk, pod: K8sObject) -> list[Finding]:
+    """The claim's MPS control daemon, when its Deployment reports it cannot run."""
+    found = mps_daemon.first_down(mps_daemon.claim_daemons(walk.snapshot, walk.claim_uid))
+    if found is None:
+        return []
+    deployment, down = found
+    where = f"{namespace_of(deployment)}/{name_of(deployment)}"
+    node = (pod.get("spec") or {}).get("nodeName")
+    if down.condition == "ReplicaFailure":
+        cause = f"its pod cannot be created ({down.reason or 'ReplicaFailure'}): {down.message}"
+    else:
+        cause = f"it has no available replica ({down.reason or 'Available=False'}): {down.message}"
+    return [
+        Finding(
+            rule=PREP_MPS_DAEMON_DOWN,
+            phase=Phase.PREPARE,
+            severity=Severity.ERROR,
+            title="the claim's MPS control daemon is not running, so Prepare cannot complete",
+            detail=f"Pod {pod_key(pod)} waits in ContainerCreating on node {node}: ResourceClaim "
+            f"{walk.claim_key} asks for MPS sharing, and Prepare waits for the claim's MPS "
+            f"control daemon (Deployment {where}), which is not running: "
+            f"{cause[:700]}",
+            evidence=(
+                Evidence(
+                    source=EvidenceSource.OBJECT,
+                    ref=f"Deployment {where} .status.conditions[{down.condition}]",
+                    excerpt=f"{down.reason}: {down.message}"[:500],
+                ),
+            ),
+            next=(
+                f"kubectl describe deployment -n {namespace_of(deployment)} {name_of(deployment)}",
+                f"kubectl get events -n {namespace_of(deployment)} --field-selector "
+                "reason=FailedCreate",
+            ),
+            identifiers=(("claim UID", walk.claim_uid), ("node", str(node))),
+        )
+    ]
 
 
 def _current_first(walk: ClaimWalk, hits: list[RuleHit]) -> list[Finding]:

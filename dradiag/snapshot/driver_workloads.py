@@ -1,0 +1,45 @@
+"""What ties a claim to the driver's per-claim workloads: which claims have one, by name.
+
+With MPS sharing, the gpu.nvidia.com plugin's Prepare creates a Deployment named
+``mps-control-daemon-<claim UID>-<first 5 hex of sha256(sorted GPU UUIDs)>`` in the
+driver's namespace (nvidia-driver-facts §3.2; ``MpsControlDaemonNameFmt`` in the
+driver's ``sharing.go``). Live collection reads those Deployments only for claims that
+ask for MPS, and analyses find a claim's daemon by the UID its name carries; both read
+these facts from here, the layer both stand on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from dradiag.snapshot.model import K8sObject, name_of
+
+DAEMON_PREFIX = "mps-control-daemon-"
+"""The name prefix of the driver's MPS control-daemon Deployments."""
+NVIDIA_DRIVER = "gpu.nvidia.com"
+
+
+def mps_requests(claim: K8sObject) -> list[str]:
+    """Requests of the claim configured with MPS sharing (``[]``: no MPS; ``["*"]``: a
+    config entry without ``requests``, for every request). Config given by the
+    DeviceClass is not in the claim and is not seen here."""
+    out: list[str] = []
+    config = ((claim.get("spec") or {}).get("devices") or {}).get("config") or []
+    for entry in config:
+        if not isinstance(entry, Mapping):
+            continue
+        opaque = entry.get("opaque") or {}
+        if not isinstance(opaque, Mapping) or opaque.get("driver") != NVIDIA_DRIVER:
+            continue
+        params = opaque.get("parameters") or {}
+        sharing = params.get("sharing") if isinstance(params, Mapping) else None
+        if isinstance(sharing, Mapping) and sharing.get("strategy") == "MPS":
+            for request in entry.get("requests") or ["*"]:
+                if str(request) not in out:
+                    out.append(str(request))
+    return out
+
+
+def is_mps_daemon(deployment: K8sObject) -> bool:
+    """A Deployment named as the driver names its MPS control daemons."""
+    return name_of(deployment).startswith(DAEMON_PREFIX)
