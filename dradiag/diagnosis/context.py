@@ -24,6 +24,7 @@ from dradiag.diagnosis.links import ClaimLinks
 from dradiag.diagnosis.resolve import pod_claim_names_for
 from dradiag.diagnosis.rule_ids import NOT_COLLECTED
 from dradiag.snapshot.model import (
+    RESOURCE_OF_KIND,
     K8sObject,
     Kind,
     Snapshot,
@@ -42,20 +43,6 @@ NVIDIA_DRIVER = "gpu.nvidia.com"
 """The driver dradiag knows best; the default when a claim's driver cannot be derived."""
 MAX_PLUGIN_NODES = 20
 """Plugin pods examined when the claim has no node yet and its driver publishes nothing."""
-
-
-_RESOURCE_OF_KIND: Mapping[Kind, str] = {
-    Kind.RESOURCE_SLICE: "resourceslices",
-    Kind.DEVICE_CLASS: "deviceclasses",
-    Kind.DEVICE_TAINT_RULE: "devicetaintrules",
-    Kind.RESOURCE_CLAIM: "resourceclaims",
-    Kind.RESOURCE_CLAIM_TEMPLATE: "resourceclaimtemplates",
-    Kind.POD: "pods",
-    Kind.NODE: "nodes",
-    Kind.EVENT: "events",
-    Kind.LOG: "pods/log",
-    Kind.DEPLOYMENT: "deployments",
-}
 
 
 # Container waiting reasons that prove the pod sandbox exists, hence Prepare succeeded.
@@ -545,7 +532,7 @@ class ClaimWalk:
         for kind in kinds:
             record = self.snapshot.coverage[kind]
             reasons.append(f"{kind.value}: {record.reason or 'not collected'}")
-            resource = _RESOURCE_OF_KIND[kind]
+            resource = RESOURCE_OF_KIND[kind]
             for err in self.snapshot.errors:
                 if err.resource == resource or err.resource.endswith("/" + resource):
                     status = f" ({err.status})" if err.status else ""
@@ -570,7 +557,7 @@ class ClaimWalk:
             f"({'; '.join(reasons)}). dradiag will not call this phase healthy.",
             evidence=tuple(evidence),
             next=(
-                f"collect {names} (kubectl get {' '.join(_RESOURCE_OF_KIND[k] for k in kinds)} "
+                f"collect {names} (kubectl get {' '.join(RESOURCE_OF_KIND[k] for k in kinds)} "
                 "-o yaml) or rerun with read access to them",
             ),
         )

@@ -50,6 +50,21 @@ class Kind(StrEnum):
     namespaces; indexed by the claim UID their name carries."""
 
 
+RESOURCE_OF_KIND: Mapping[Kind, str] = {
+    Kind.RESOURCE_SLICE: "resourceslices",
+    Kind.DEVICE_CLASS: "deviceclasses",
+    Kind.DEVICE_TAINT_RULE: "devicetaintrules",
+    Kind.RESOURCE_CLAIM: "resourceclaims",
+    Kind.RESOURCE_CLAIM_TEMPLATE: "resourceclaimtemplates",
+    Kind.POD: "pods",
+    Kind.NODE: "nodes",
+    Kind.EVENT: "events",
+    Kind.LOG: "pods/log",
+    Kind.DEPLOYMENT: "deployments",
+}
+"""Each kind's REST resource (the plural in API paths, RBAC rules and ``kubectl get``)."""
+
+
 class Coverage(StrEnum):
     """How completely one kind was read into the Snapshot."""
 

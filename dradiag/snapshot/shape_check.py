@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from dradiag.snapshot import shapes
-from dradiag.snapshot.model import CollectionError, Kind
+from dradiag.snapshot.model import RESOURCE_OF_KIND, CollectionError, Kind
 
 __all__ = [
     "ESSENTIAL",
@@ -417,25 +417,12 @@ def _without(obj: Any, path: tuple[Any, ...]) -> Any:
     return _replace(obj, parent_path, trimmed)
 
 
-_RESOURCE_OF_KIND = {
-    Kind.RESOURCE_SLICE: "resourceslices",
-    Kind.DEVICE_CLASS: "deviceclasses",
-    Kind.DEVICE_TAINT_RULE: "devicetaintrules",
-    Kind.RESOURCE_CLAIM: "resourceclaims",
-    Kind.RESOURCE_CLAIM_TEMPLATE: "resourceclaimtemplates",
-    Kind.POD: "pods",
-    Kind.NODE: "nodes",
-    Kind.EVENT: "events",
-    Kind.LOG: "pods/log",
-}
-
-
 def as_collection_error(problem: ShapeProblem) -> CollectionError:
     """The ``collection.errors[]`` entry saying what the shape check dropped."""
     where = f" ({problem.where})" if problem.where else ""
     action = "object skipped" if problem.skipped else problem.dropped
     return CollectionError(
-        resource=_RESOURCE_OF_KIND[problem.kind],
+        resource=RESOURCE_OF_KIND[problem.kind],
         verb="read",
         reason=f"malformed{where}: {problem.field}: {problem.message}; {action}",
         namespace=problem.namespace or None,

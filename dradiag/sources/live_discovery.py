@@ -18,19 +18,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dradiag.snapshot.model import CollectionError, Kind
+from dradiag.snapshot.model import RESOURCE_OF_KIND, CollectionError, Kind
 from dradiag.snapshot.normalize import RESOURCE_GROUP, RESOURCE_VERSIONS
 from dradiag.sources.live_transport import AGGREGATED_DISCOVERY, ApiError, Reader
 
 DRA_PLURALS: dict[Kind, str] = {
-    Kind.RESOURCE_SLICE: "resourceslices",
-    Kind.DEVICE_CLASS: "deviceclasses",
-    Kind.DEVICE_TAINT_RULE: "devicetaintrules",
-    Kind.RESOURCE_CLAIM: "resourceclaims",
-    Kind.RESOURCE_CLAIM_TEMPLATE: "resourceclaimtemplates",
+    k: RESOURCE_OF_KIND[k]
+    for k in (
+        Kind.RESOURCE_SLICE,
+        Kind.DEVICE_CLASS,
+        Kind.DEVICE_TAINT_RULE,
+        Kind.RESOURCE_CLAIM,
+        Kind.RESOURCE_CLAIM_TEMPLATE,
+    )
 }
-CORE_PLURALS: dict[Kind, str] = {Kind.POD: "pods", Kind.NODE: "nodes", Kind.EVENT: "events"}
-APPS_PLURALS: dict[Kind, str] = {Kind.DEPLOYMENT: "deployments"}
+CORE_PLURALS: dict[Kind, str] = {k: RESOURCE_OF_KIND[k] for k in (Kind.POD, Kind.NODE, Kind.EVENT)}
+APPS_PLURALS: dict[Kind, str] = {Kind.DEPLOYMENT: RESOURCE_OF_KIND[Kind.DEPLOYMENT]}
 """``apps/v1`` kinds: served by every cluster dradiag supports, so never discovered."""
 APPS_GROUP_VERSION = "apps/v1"
 NAMESPACED = frozenset(

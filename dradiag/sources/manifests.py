@@ -27,6 +27,7 @@ import yaml
 from dradiag.errors import InputError
 from dradiag.snapshot.component_logs import component_of
 from dradiag.snapshot.model import (
+    RESOURCE_OF_KIND,
     CollectionError,
     ContainerLog,
     Coverage,
@@ -53,15 +54,7 @@ COLLECTION_FILE = "collection.json"
 # Lower-case plural spellings, used to tell which kind an *empty* list file held
 # (`kubectl get events -o yaml` with no events prints a bare `kind: List`).
 _KIND_BY_PLURAL: dict[str, Kind] = {
-    "resourceslices": Kind.RESOURCE_SLICE,
-    "deviceclasses": Kind.DEVICE_CLASS,
-    "devicetaintrules": Kind.DEVICE_TAINT_RULE,
-    "resourceclaims": Kind.RESOURCE_CLAIM,
-    "resourceclaimtemplates": Kind.RESOURCE_CLAIM_TEMPLATE,
-    "pods": Kind.POD,
-    "nodes": Kind.NODE,
-    "events": Kind.EVENT,
-    "deployments": Kind.DEPLOYMENT,
+    plural: kind for kind, plural in RESOURCE_OF_KIND.items() if kind is not Kind.LOG
 }
 
 
