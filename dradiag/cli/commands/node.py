@@ -199,7 +199,9 @@ def node(
         if save:
             folder = ns.save_node_state(state, raw, save)
             logger.info("node state saved to %s", folder)
-            typer.echo(f"dradiag: node state saved to {folder}", err=True)
+            from dradiag.cli.invocation import prog
+
+            typer.echo(f"{prog()}: node state saved to {folder}", err=True)
     elif save:
         raise UsageError(f"node {name}'s state was read from {state.source}: nothing to --save")
     if state.nvml is None and not no_nvml and state.nvml_unavailable:

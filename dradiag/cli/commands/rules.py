@@ -22,6 +22,8 @@ rules_app = typer.Typer(
     name="rules",
     help="The rule catalogue: every finding id dradiag can report, with its docs.",
     no_args_is_help=True,
+    # Plain click help, as kubectl's: no boxes, no fixed width, the same on a pipe.
+    rich_markup_mode=None,
     add_completion=False,
 )
 
@@ -149,10 +151,14 @@ def show_rule(
     rule = book.get(rule_id)
     if rule is None:
         close = book.closest(rule_id)
-        hint = f"; did you mean {', '.join(close)}?" if close else "; see 'dradiag rules list'"
+        from dradiag.cli.invocation import prog
+
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; see '{prog()} rules list'"
         raise UsageError(f"unknown rule id {rule_id!r}{hint}")
     if rule.id != rule_id.strip().upper():
-        sys.stderr.write(f"dradiag: note: {rule_id.strip().upper()} is now {rule.id}\n")
+        from dradiag.cli.invocation import prog
+
+        sys.stderr.write(f"{prog()}: note: {rule_id.strip().upper()} is now {rule.id}\n")
     if output is OutputFormat.TEXT:
         typer.echo(_show_text(rule), nl=False)
     else:
