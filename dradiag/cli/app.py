@@ -161,9 +161,25 @@ def run(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     args, flags = split_global_flags(list(sys.argv[1:] if argv is None else argv))
     debug = "debug" in flags or bool(os.environ.get("DRADIAG_DEBUG"))
     level = logging.DEBUG if debug else logging.INFO if "verbose" in flags else logging.WARNING
+    from dradiag.cli.completion import COMPLETE_VAR
+
+    if os.environ.get(COMPLETE_VAR):
+        level = logging.CRITICAL + 1  # a TAB press must not print warnings into the prompt
     _configure_logging(level)
     try:
-        result = app(args=args, prog_name=invocation.prog(), standalone_mode=False)
+        if os.environ.get(COMPLETE_VAR):
+            from typer.completion import completion_init
+
+            completion_init()  # typer's bash/zsh/fish classes, registered with click
+        result = app(
+            args=args,
+            prog_name=invocation.prog(),
+            standalone_mode=False,
+            complete_var=COMPLETE_VAR,
+        )
+    except SystemExit as exc:
+        # Shell completion (_DRADIAG_COMPLETE set) answers and exits inside click.
+        return exc.code if isinstance(exc.code, int) else ExitCode.OK
     except typer.Exit as exc:
         return int(getattr(exc, "exit_code", 0))
     except typer.Abort:

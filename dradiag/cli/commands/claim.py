@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from dradiag.cli.completion import claim_names
 from dradiag.cli.options import (
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_STUCK_AFTER,
@@ -32,6 +33,7 @@ def claim(
         str,
         typer.Argument(
             metavar="NS/NAME",
+            autocompletion=claim_names,
             help="The ResourceClaim: NS/NAME, NAME (with -n or the context's namespace) "
             "or resourceclaim/NAME.",
         ),

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from dradiag.cli.completion import pod_names
 from dradiag.cli.options import (
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_STUCK_AFTER,
@@ -38,6 +39,7 @@ def pod(
         str,
         typer.Argument(
             metavar="NS/NAME",
+            autocompletion=pod_names,
             help="The pod: NS/NAME, NAME (with -n or the context's namespace) or pod/NAME.",
         ),
     ],

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dradiag.cli.completion import rule_ids
 from dradiag.cli.options import NoColor, Output, OutputFormat
 
 if TYPE_CHECKING:
@@ -36,7 +37,10 @@ PhaseOption = Annotated[
         "injection, workload, unprepare; or PUB, SEL, ALLOC, PREP, INJ, WORK, UNPREP).",
     ),
 ]
-RuleId = Annotated[str, typer.Argument(metavar="ID", help="A rule id, e.g. DRA-PREP-FAILED.")]
+RuleId = Annotated[
+    str,
+    typer.Argument(metavar="ID", help="A rule id, e.g. DRA-PREP-FAILED.", autocompletion=rule_ids),
+]
 
 
 def _check_output(output: OutputFormat) -> None:
