@@ -119,7 +119,7 @@ def list_rules(
 
 
 def _show_text(rule: Rule) -> str:
-    from dradiag.rulebook.docs import evidence_kinds, match_summary
+    from dradiag.rulebook.docs import evidence_kinds, match_summary, template_slots
 
     lines = [f"{rule.id}: {rule.title}", ""]
     lines.append(f"phase:     {rule.phase.value}")
@@ -127,8 +127,10 @@ def _show_text(rule: Rule) -> str:
     lines.append(f"evidence:  {', '.join(evidence_kinds(rule))}")
     if rule.aliases:
         lines.append(f"aliases:   {', '.join(rule.aliases)}")
-    lines += ["", rule.docs.strip(), "", "## Explain", rule.explain, "", "## Next observations"]
-    lines += [f"- {n}" for n in rule.next]
+    explain = template_slots(rule.explain)
+    lines += ["", rule.docs.strip(), "", "## Explain (<slots> filled from the evidence)", explain]
+    lines += ["", "## Next observations"]
+    lines += [f"- {template_slots(n)}" for n in rule.next]
     if rule.versions:
         lines += ["", "## Versions"] + [f"- {v}" for v in rule.versions]
     if rule.match is not None:

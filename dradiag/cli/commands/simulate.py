@@ -152,7 +152,9 @@ def _render_text(sim: Simulation, no_color: bool) -> None:
     if sim.error and sim.outcome != "allocated":
         console.print(f"  allocator: {sim.error}", markup=False)
     if sim.results:
-        table = Table("claim", "request", "device", "pool", "driver", title="witness allocation")
+        table = Table(
+            "claim", "request", "device", "pool", "driver", title="an allocation that fits"
+        )
         for item in sim.results:
             for r in item["allocation"]["devices"]["results"]:
                 table.add_row(item["claim"], r["request"], r["device"], r["pool"], r["driver"])
