@@ -7,7 +7,6 @@ unknown id is a usage error (exit 2) that names the closest ids.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -66,15 +65,9 @@ def _parse_phase(value: str) -> Any:
 
 
 def _console(no_color: bool) -> Any:
-    from rich.console import Console
+    from dradiag.render.console import stdout_console
 
-    wide = None if sys.stdout.isatty() else 200
-    return Console(
-        no_color=no_color or bool(os.environ.get("NO_COLOR")),
-        width=wide,
-        highlight=False,
-        soft_wrap=False,
-    )
+    return stdout_console(no_color)
 
 
 _SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}

@@ -141,12 +141,11 @@ def _claims_from_files(paths: list[str]) -> list[K8sObject]:
 
 
 def _render_text(sim: Simulation, no_color: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(no_color=no_color, highlight=False, soft_wrap=True)
-    if not console.is_terminal:
-        console.width = 200  # piped output: do not squeeze tables to 80 columns
+    from dradiag.render.console import box_for, stdout_console
+
+    console = stdout_console(no_color)
     style = {"allocated": "green", "unschedulable": "yellow", "error": "red"}[sim.outcome]
     console.print(f"node [bold]{sim.node}[/]: [{style}]{sim.outcome}[/]")
     if sim.error and sim.outcome != "allocated":
@@ -158,6 +157,7 @@ def _render_text(sim: Simulation, no_color: bool) -> None:
         for item in sim.results:
             for r in item["allocation"]["devices"]["results"]:
                 table.add_row(item["claim"], r["request"], r["device"], r["pool"], r["driver"])
+        table.box = box_for(console)
         console.print(table)
     for funnel in sim.explanation:
         table = Table(
@@ -178,6 +178,7 @@ def _render_text(sim: Simulation, no_color: bool) -> None:
                 examples += f" … +{stage.removed_total - len(stage.removed)}"
             mark = " ◀" if stage.stage == funnel.blocking else ""
             table.add_row(stage.stage + mark, str(stage.count), examples)
+        table.box = box_for(console)
         console.print(table)
         console.print(f"  → {funnel.reason}", markup=False)
     if sim.combination:
