@@ -104,3 +104,51 @@ def test_internal_error_is_one_line_and_debug_adds_the_traceback(monkeypatch, ca
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err and "RuntimeError: boom" in err
     assert err.endswith("dradiag: error: internal error: RuntimeError: boom\n")
+
+
+def _commands():
+    import typer
+
+    from dradiag.cli.app import app
+
+    root = typer.main.get_command(app)
+
+    def walk(command, path):
+        subs = getattr(command, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                yield from walk(sub, [*path, name])
+        else:
+            yield path, command
+
+    return list(walk(root, []))
+
+
+def test_every_command_has_a_purpose_and_two_examples_that_parse():
+    import re
+    import shlex
+
+    commands = _commands()
+    assert len(commands) >= 14
+    for path, command in commands:
+        help_text = command.help or ""
+        assert help_text.strip().splitlines()[0].strip(), path
+        lines = help_text.splitlines()
+        assert "Examples:" in [line.strip() for line in lines], path
+        start = [line.strip() for line in lines].index("Examples:") + 1
+        examples = []
+        for line in lines[start:]:
+            if not line.strip():
+                break
+            examples.append(line.strip())
+        assert len(examples) >= 2, path
+        for example in examples:
+            # The dradiag invocation within a shell line (after a pipe, inside <(...)).
+            found = re.search(r"dradiag [^|#>)]*", example)
+            assert found, example
+            words = shlex.split(found.group(0))
+            assert words[0] == "dradiag" and words[1 : 1 + len(path)] == path, example
+            args = words[1 + len(path) :]
+            # The example's flags and values are the command's own: click parses them.
+            ctx = command.make_context(" ".join(path), args)
+            assert ctx.params is not None, example

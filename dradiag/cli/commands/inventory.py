@@ -97,7 +97,13 @@ def inventory(
     output: Output = OutputFormat.TEXT,
     no_color: NoColor = False,
 ) -> int:
-    """Devices per node, type and MIG profile: published, allocated (by whom), free, still fitting."""
+    """Devices per node, type and MIG profile: published, allocated (by whom), free, still fitting.
+
+    \b
+    Examples:
+      dradiag inventory
+      dradiag inventory --from bundle.tar.gz -o json
+    """
     from dradiag.analyses.allocation import FeatureGates
     from dradiag.analyses.inventory import build_inventory
     from dradiag.cli.exit_codes import ExitCode

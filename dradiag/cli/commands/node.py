@@ -160,7 +160,13 @@ def node(
     no_color: NoColor = False,
     exit_zero: ExitZero = False,
 ) -> int:
-    """On a GPU node: NVML, CDI specs and the plugin checkpoint, cross-checked with the cluster."""
+    """On a GPU node: NVML, CDI specs and the plugin checkpoint, cross-checked with the cluster.
+
+    \b
+    Examples:
+      dradiag node --host-root /host --save /tmp/out
+      dradiag node --node gpu-node-1 --from out/
+    """
     from datetime import UTC, datetime
 
     from dradiag.analyses.node_checks import check_node

@@ -79,7 +79,13 @@ def list_rules(
     output: Output = OutputFormat.TEXT,
     no_color: NoColor = False,
 ) -> int:
-    """List the rules: id, phase, severity, the evidence each reads, and its title."""
+    """List the rules: id, phase, severity, the evidence each reads, and its title.
+
+    \b
+    Examples:
+      dradiag rules list
+      dradiag rules list --phase prepare -o json
+    """
     from dradiag.rulebook import load_rulebook
     from dradiag.rulebook.docs import rule_row
 
@@ -140,7 +146,13 @@ def show_rule(
     rule_id: RuleId,
     output: Output = OutputFormat.TEXT,
 ) -> int:
-    """Show one rule in full: what it detects, why it breaks the claim, evidence, next steps."""
+    """Show one rule in full: what it detects, why it breaks the claim, evidence, next steps.
+
+    \b
+    Examples:
+      dradiag rules show DRA-PREP-MIG-CREATE-FAILED
+      dradiag rules show DRA-ALLOC-ALL-IN-USE -o yaml
+    """
     from dradiag.errors import UsageError
     from dradiag.rulebook import load_rulebook
     from dradiag.rulebook.docs import rule_document

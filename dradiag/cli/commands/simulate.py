@@ -208,7 +208,13 @@ def simulate(
     no_color: NoColor = False,
     exit_zero: ExitZero = False,
 ) -> int:
-    """Would these claims fit on NODE now? Allocate them as the scheduler would, and explain."""
+    """Would these claims fit on NODE now? Allocate them as the scheduler would, and explain.
+
+    \b
+    Examples:
+      dradiag simulate --node gpu-node-7 --claim ml/train-mig
+      dradiag simulate --node gpu-node-7 --claim ml/train-mig --feature-gates DRAPrioritizedList=true
+    """
     from dradiag.analyses.allocation import FeatureGates, simulate_allocation
     from dradiag.cli.exit_codes import ExitCode
     from dradiag.cli.inputs import Target, obtain_snapshot, parse_namespaced_name

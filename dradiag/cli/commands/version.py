@@ -19,10 +19,9 @@ def version_line() -> str:
 def version(output: Output = OutputFormat.TEXT) -> int:
     """Print dradiag's version (also: dradiag --version).
 
+    \b
     Examples:
-
       dradiag version
-
       dradiag version -o json
     """
     from dradiag import __version__
