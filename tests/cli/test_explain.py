@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import doc_schemas
 import pytest
 import yaml
 
@@ -70,6 +71,7 @@ def test_a_kubectl_describe_row_is_matched_under_its_reason(capsys):
     )
     assert run(["explain", row, "-o", "json"]) == ExitCode.OK
     doc = json.loads(capsys.readouterr().out)
+    doc_schemas.validate(doc, "explain")
     assert doc["schemaVersion"] == "dradiag.explain/v1"
     assert [m["rule"] for m in doc["matches"]] == ["DRA-ALLOC-CANNOT-ALLOCATE"]
     match = doc["matches"][0]
