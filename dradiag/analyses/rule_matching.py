@@ -120,6 +120,12 @@ def _resolve_overlaps(rules: Sequence[Rule]) -> list[Rule]:
     return kept
 
 
+def resolve_overlaps(rules: Sequence[Rule]) -> list[Rule]:
+    """The rules that stand when all of ``rules`` matched one evidence item (fallbacks
+    and superseded rules dropped); ``dradiag explain`` treats a pasted text as one."""
+    return _resolve_overlaps(rules)
+
+
 def _sort_key(hit: RuleHit) -> tuple[Any, ...]:
     s = hit.subject
     return (

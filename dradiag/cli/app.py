@@ -11,9 +11,11 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Annotated
 
 import typer
 
+from dradiag.cli import invocation
 from dradiag.cli.exit_codes import ExitCode
 from dradiag.errors import ClusterUnreachable, DradiagError, TargetUnreadable
 
@@ -25,16 +27,50 @@ app = typer.Typer(
     # Typer's pretty tracebacks show locals, which can hold a kubeconfig bearer token.
     pretty_exceptions_enable=False,
     no_args_is_help=True,
+    # Plain click help, as kubectl's: no boxes, no fixed width, the same on a pipe.
+    rich_markup_mode=None,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-_PROG = "dradiag"
+GLOBAL_FLAGS = {"-v": "verbose", "--verbose": "verbose", "--debug": "debug"}
+"""Flags taken anywhere on the line, as kubectl takes its global flags."""
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from dradiag.cli.commands.version import version_line
+
+        typer.echo(version_line())
+        raise typer.Exit(0)
 
 
 @app.callback()
-def _root() -> None:
-    """Diagnose NVIDIA GPU allocation through Kubernetes DRA (read-only)."""
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "-v", "--verbose", help="Say on stderr what is read and decided (info messages)."
+        ),
+    ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug", help="Debug messages on stderr, and a traceback on an internal error."
+        ),
+    ] = False,
+) -> None:
+    """Diagnose NVIDIA GPU allocation through Kubernetes DRA (read-only).
+
+    The global flags are also accepted after the command; ``run`` takes them out of the
+    line before parsing, so these parameters only document them.
+    """
 
 
 def _register_commands() -> None:
@@ -78,28 +114,72 @@ class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
 class _StderrFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         level = "warning" if record.levelno == logging.WARNING else record.levelname.lower()
-        return f"{_PROG}: {level}: {record.getMessage()}"
+        return f"{invocation.prog()}: {level}: {record.getMessage()}"
 
 
-def _configure_logging() -> None:
+def _configure_logging(level: int) -> None:
     handler = _CurrentStderrHandler()
     handler.setFormatter(_StderrFormatter())
     root = logging.getLogger("dradiag")
     root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if os.environ.get("DRADIAG_DEBUG") else logging.WARNING)
+    root.setLevel(level)
     root.propagate = False
 
 
 def _error(message: str) -> None:
-    sys.stderr.write(f"{_PROG}: error: {message}\n")
+    sys.stderr.write(f"{invocation.prog()}: error: {message}\n")
 
 
-def run(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return the exit code (``main`` exits with it)."""
-    _configure_logging()
-    args = list(sys.argv[1:] if argv is None else argv)
+def split_global_flags(args: Sequence[str]) -> tuple[list[str], set[str]]:
+    """``args`` without ``-v``/``--verbose``/``--debug`` (before a ``--``), and which were
+    given: kubectl users put global flags after the command by habit."""
+    rest: list[str] = []
+    flags: set[str] = set()
+    for i, arg in enumerate(args):
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if arg in GLOBAL_FLAGS:
+            flags.add(GLOBAL_FLAGS[arg])
+        else:
+            rest.append(arg)
+    return rest, flags
+
+
+def _is_group(ctx: object) -> bool:
+    # typer vendors click (typer._click); its Group is typer's base for command groups.
+    return hasattr(getattr(ctx, "command", None), "list_commands")
+
+
+def run(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+    """Run the CLI and return the exit code (``main`` exits with it).
+
+    ``prog``: the name to show in messages; by default the one the executable was run as
+    (``kubectl dra-diag`` for the kubectl plugin).
+    """
+    invocation.set_prog(prog or invocation.prog_for(sys.argv[0] if sys.argv else None))
+    args, flags = split_global_flags(list(sys.argv[1:] if argv is None else argv))
+    debug = "debug" in flags or bool(os.environ.get("DRADIAG_DEBUG"))
+    level = logging.DEBUG if debug else logging.INFO if "verbose" in flags else logging.WARNING
+    from dradiag.cli.completion import COMPLETE_VAR
+
+    if os.environ.get(COMPLETE_VAR):
+        level = logging.CRITICAL + 1  # a TAB press must not print warnings into the prompt
+    _configure_logging(level)
     try:
-        result = app(args=args, prog_name=_PROG, standalone_mode=False)
+        if os.environ.get(COMPLETE_VAR):
+            from typer.completion import completion_init
+
+            completion_init()  # typer's bash/zsh/fish classes, registered with click
+        result = app(
+            args=args,
+            prog_name=invocation.prog(),
+            standalone_mode=False,
+            complete_var=COMPLETE_VAR,
+        )
+    except SystemExit as exc:
+        # Shell completion (_DRADIAG_COMPLETE set) answers and exits inside click.
+        return exc.code if isinstance(exc.code, int) else ExitCode.OK
     except typer.Exit as exc:
         return int(getattr(exc, "exit_code", 0))
     except typer.Abort:
@@ -108,7 +188,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     except typer.TyperException as exc:
         # Click's usage errors (typer vendors click): one line, and where to read more.
         ctx = getattr(exc, "ctx", None)
-        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+        missing_command = type(exc).__name__ == "NoArgsIsHelpError" or (
+            _is_group(ctx) and "Missing command" in str(exc)
+        )
+        if missing_command and ctx is not None:
+            # `dradiag`, `dradiag rules`, `dradiag -v`: the help is the answer, not an error.
             sys.stdout.write(ctx.get_help() + "\n")
             return ExitCode.OK
         format_message = getattr(exc, "format_message", None)
@@ -136,10 +220,13 @@ def run(argv: Sequence[str] | None = None) -> int:
         _error("interrupted")
         return 130
     except Exception as exc:  # noqa: BLE001 - the one catch-all, by design
-        if os.environ.get("DRADIAG_DEBUG"):
-            raise
+        if debug:
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
         _error(
-            f"internal error: {type(exc).__name__}: {exc}; rerun with DRADIAG_DEBUG=1 for a traceback"
+            f"internal error: {type(exc).__name__}: {exc}"
+            + ("" if debug else "; rerun with --debug for a traceback")
         )
         return ExitCode.RUNTIME
     return int(result) if isinstance(result, int) else ExitCode.OK

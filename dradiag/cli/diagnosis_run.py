@@ -15,9 +15,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from dradiag.cli.inputs import Target
+    from dradiag.cli.options import CommonOptions
     from dradiag.diagnosis.context import WalkOptions
     from dradiag.diagnosis.model import Diagnosis
-    from dradiag.snapshot.model import KindRecord, Snapshot
+    from dradiag.snapshot.model import Kind, KindRecord, Snapshot
 
 
 def walk_options(now: str | None, stuck_after: str) -> WalkOptions:
@@ -46,8 +47,7 @@ def check_output(output: OutputFormat) -> None:
         raise UsageError("-o sarif is only available for selector-check; use text, json or yaml")
 
 
-def read_snapshot(
-    target: Target,
+def common_options(
     *,
     from_path: str | None,
     kubeconfig: str | None,
@@ -61,12 +61,11 @@ def read_snapshot(
     no_color: bool,
     exit_zero: bool,
     all_namespaces: bool = False,
-) -> Snapshot:
-    """The Snapshot the common options point at: ``--from`` offline, else the live cluster."""
-    from dradiag.cli.inputs import obtain_snapshot
+) -> CommonOptions:
+    """The common options of one run as one value."""
     from dradiag.cli.options import CommonOptions
 
-    common = CommonOptions(
+    return CommonOptions(
         from_path=from_path,
         kubeconfig=kubeconfig,
         context=context,
@@ -80,7 +79,31 @@ def read_snapshot(
         no_color=no_color,
         exit_zero=exit_zero,
     )
-    return obtain_snapshot(common, target)
+
+
+def read_snapshot(target: Target, **options: Any) -> Snapshot:
+    """The Snapshot the common options point at: ``--from`` offline, else the live cluster.
+
+    ``options``: the keyword arguments of :func:`common_options`.
+    """
+    from dradiag.cli.inputs import obtain_snapshot
+
+    return obtain_snapshot(common_options(**options), target)
+
+
+def existing_names(
+    snapshot: Snapshot, kind: Kind, namespace: str, options: CommonOptions
+) -> list[tuple[str, str]]:
+    """(namespace, name) of the objects of ``kind`` there are, for "did you mean": the
+    snapshot's offline; live, a list of names read now (a targeted read has only one)."""
+    from dradiag.snapshot.model import name_of, namespace_of
+
+    if options.from_path is None:
+        from dradiag.sources.live_names import object_names
+
+        return object_names(options, kind, namespace)
+    objects = snapshot.claims if kind.value == "ResourceClaim" else snapshot.pods
+    return [(namespace_of(o), name_of(o)) for o in objects]
 
 
 def use_color(no_color: bool) -> bool:

@@ -53,14 +53,19 @@ def _uri(path: str) -> str:
 def _rule_descriptor(rule_id: str, finding: Mapping[str, Any], entry: Any) -> dict[str, Any]:
     title = getattr(entry, "title", None) or finding.get("title") or rule_id
     next_steps = list(getattr(entry, "next", ()) or finding.get("next") or ())
-    docs = getattr(entry, "docs", "") or ""
-    help_text = docs.strip() or "\n".join(f"- {n}" for n in next_steps) or title
+    from dradiag.rulebook.docs import docs_sections, plain_docs
+
+    docs = (getattr(entry, "docs", "") or "").strip()
+    steps = "\n".join(f"- {n}" for n in next_steps)
+    # The explain text is a template filled from evidence; a descriptor has none, so it
+    # says what the rule detects, and its help is the docs without markdown headings.
+    full = docs_sections(docs).get("What it detects") or title
     descriptor: dict[str, Any] = {
         "id": rule_id,
         "name": "".join(part.capitalize() for part in rule_id.split("-")[2:]) or rule_id,
         "shortDescription": {"text": title},
-        "fullDescription": {"text": getattr(entry, "explain", None) or title},
-        "help": {"text": help_text, "markdown": help_text},
+        "fullDescription": {"text": full},
+        "help": {"text": plain_docs(docs) or steps or title, "markdown": docs or steps or title},
         "helpUri": HELP_URI.format(anchor=rule_id.lower()),
         "defaultConfiguration": {
             "level": _LEVELS.get(

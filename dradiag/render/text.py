@@ -8,7 +8,10 @@ layer, the next observation); then the next steps of the verdict. ``scan`` gets 
 compact table, a row per unhealthy target, sorted by phase.
 
 Colour is the caller's decision (``--no-color``, ``NO_COLOR``, TTY): with ``color=False``
-the output is plain text with the same marks, fit for logs and ``grep``.
+the output is plain text with the same marks, fit for logs and ``grep``: no box or rule
+characters and no wrapping (a terminal, a pager or a ticket wraps as it likes), so a
+claim name or a UID is never split. On a terminal the text fits its width; ``scan``'s
+table then folds the WHY column and keeps every identifier whole.
 """
 
 from __future__ import annotations
@@ -40,9 +43,11 @@ VERDICT_STYLE: Mapping[str, tuple[str, str]] = {
     "inconclusive": ("INCONCLUSIVE", "bold magenta"),
 }
 SEVERITY_STYLE: Mapping[str, str] = {"error": "red", "warning": "yellow", "info": "dim"}
-DEFAULT_WIDTH = 100
-SCAN_WIDTH = 160
+PLAIN_WIDTH = 100_000
+"""Plain text is not wrapped: wider than any line drawn (excerpts are clipped shorter)."""
 EXCERPT_CHARS = 300
+COLUMNS = ("PHASE", "STATUS", "TARGET", "RULE", "WHY")
+"""``scan``'s table."""
 
 
 def _console(buffer: io.StringIO, *, color: bool, width: int | None) -> Console:
@@ -51,11 +56,16 @@ def _console(buffer: io.StringIO, *, color: bool, width: int | None) -> Console:
         force_terminal=color,
         no_color=not color,
         color_system="standard" if color else None,
-        width=width or (None if color else DEFAULT_WIDTH),
+        width=width or (None if color else PLAIN_WIDTH),
         highlight=False,
         emoji=False,
         markup=False,
     )
+
+
+def _plain(console: Console) -> bool:
+    """True when drawing plain text (no colour): no box or rule characters then."""
+    return console.no_color
 
 
 def _finish(buffer: io.StringIO) -> str:
@@ -160,7 +170,7 @@ def _draw_diagnosis(console: Console, doc: Mapping[str, Any]) -> None:
         for finding in phase.get("findings") or ():
             _draw_finding(console, finding)
         if index < len(phases) - 1 and phase.get("findings"):
-            console.print(Text("  │", style="dim"))
+            console.print(Text("  |" if _plain(console) else "  │", style="dim"))
     collection = doc.get("collection") or {}
     errors = collection.get("errors") or ()
     if errors:
@@ -196,7 +206,11 @@ def render_diagnoses(
         console.print(Text("no ResourceClaims to diagnose"))
     for i, item in enumerate(items):
         if i:
-            console.rule(style="dim")
+            if _plain(console):
+                console.print()
+                console.print(Text("---"))
+            else:
+                console.rule(style="dim")
         _draw_diagnosis(console, item)
     return _finish(buffer)
 
@@ -216,7 +230,7 @@ def _deciding_title(doc: Mapping[str, Any]) -> str:
 def render_scan(doc: Mapping[str, Any], *, color: bool = False, width: int | None = None) -> str:
     """A ``scan`` result as one table: phase, status, target, deciding rule, summary."""
     buffer = io.StringIO()
-    console = _console(buffer, color=color, width=width or (None if color else SCAN_WIDTH))
+    console = _console(buffer, color=color, width=width)
     items: Sequence[Mapping[str, Any]] = doc.get("items") or ()
     unread: Sequence[Mapping[str, Any]] = (doc.get("collection") or {}).get("unread") or ()
     gaps = "; ".join(f"{u.get('kind')} ({u.get('reason') or u.get('coverage')})" for u in unread)
@@ -231,20 +245,39 @@ def render_scan(doc: Mapping[str, Any], *, color: bool = False, width: int | Non
         else:
             console.print(Text("nothing unhealthy found", style="green"))
         return _finish(buffer)
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
-    for column in ("PHASE", "STATUS", "TARGET", "RULE", "WHY"):
-        table.add_column(column, overflow="fold", no_wrap=column != "WHY")
+    rows = []
     for item in items:
         verdict = item.get("verdict") or {}
         status = str(verdict.get("status"))
         label, style = VERDICT_STYLE.get(status, (status, ""))
-        table.add_row(
-            str(verdict.get("phase") or "-"),
-            Text(label.lower(), style=style),
-            _target_label(item.get("target") or {}),
-            str(verdict.get("rule") or "-"),
-            _clip(_deciding_title(item), 160),
+        rows.append(
+            (
+                str(verdict.get("phase") or "-"),
+                Text(label.lower(), style=style),
+                _target_label(item.get("target") or {}),
+                str(verdict.get("rule") or "-"),
+                _clip(_deciding_title(item), 160),
+            )
         )
+    table = Table(
+        box=None if _plain(console) else box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        expand=False,
+    )
+    # Nothing is cut or dropped: plain text is not wrapped at all; on a terminal too
+    # narrow for the table, the target, rule and WHY cells fold onto more lines (the
+    # target at its space first), so every identifier keeps all its characters.
+    # Rule ids stay on one line while the target and WHY keep room to fold into.
+    widths = [max([len(c)] + [len(str(r[i])) for r in rows]) for i, c in enumerate(COLUMNS)]
+    rule_whole = console.width - (widths[0] + widths[1] + widths[3] + 2 * len(COLUMNS)) >= 40
+    for index, column in enumerate(COLUMNS):
+        if column in ("PHASE", "STATUS") or (column == "RULE" and rule_whole):
+            table.add_column(column, no_wrap=True, min_width=widths[index])
+        else:
+            table.add_column(column, overflow="fold", ratio={"TARGET": 3, "RULE": 2}.get(column, 2))
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
     broken = sum(1 for i in items if (i.get("verdict") or {}).get("status") == "broken")
     unknown = sum(1 for i in items if (i.get("verdict") or {}).get("status") == "inconclusive")

@@ -9,6 +9,7 @@ test runs the same comparison.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -156,6 +157,41 @@ def _test_text(test: Any) -> str:
     return f"not ({text})" if test.negate else text
 
 
+_SLOT = re.compile(r"\{(?!end\})([a-z_][a-z0-9_]*(?:\|[a-z_][a-z0-9_]*)*)\}")
+"""A template slot; ``{end}`` closes a kubectl jsonpath ``{range}`` and is no slot."""
+
+
+def template_slots(template: str, *, markdown: bool = False) -> str:
+    """An explain template as readers see it without evidence: ``{claim}`` reads
+    ``<claim>`` (``{a|b}`` reads ``<a>``), a code span in markdown, where a bare ``<claim>``
+    would be taken for an HTML tag."""
+
+    def slot(m: re.Match[str]) -> str:
+        name = m.group(1).split("|")[0]
+        return f"`<{name}>`" if markdown else f"<{name}>"
+
+    return _SLOT.sub(slot, template)
+
+
+def docs_sections(docs: str) -> dict[str, str]:
+    """The ``## Heading`` sections of a rule's docs, heading → text (whitespace folded)."""
+    out: dict[str, str] = {}
+    heading = ""
+    for line in docs.splitlines():
+        if line.startswith("## "):
+            heading = line[3:].strip()
+            out[heading] = ""
+        elif heading:
+            out[heading] = (out[heading] + " " + line.strip()).strip()
+    return out
+
+
+def plain_docs(docs: str) -> str:
+    """A rule's docs as plain text: ``What it detects: ...`` paragraphs, no markdown
+    headings (SARIF ``help.text`` is shown verbatim)."""
+    return "\n\n".join(f"{h}: {t}" for h, t in docs_sections(docs).items() if t)
+
+
 def _shift_headings(docs: str, levels: int) -> str:
     prefix = "#" * levels
     return "\n".join(prefix + line if line.startswith("#") else line for line in docs.splitlines())
@@ -197,7 +233,12 @@ def render_markdown(rulebook: Rulebook) -> str:
             meta += " · formerly " + ", ".join(f"`{a}`" for a in rule.aliases)
         lines += [meta, ""]
         lines += [_shift_headings(rule.docs.strip(), 2), ""]
-        lines += ["#### Explain template", "", f"> {rule.explain}", ""]
+        lines += [
+            "#### Explain template",
+            "",
+            f"> {template_slots(rule.explain, markdown=True)}",
+            "",
+        ]
         if rule.versions:
             lines += ["#### Versions", ""] + [f"- {v}" for v in rule.versions] + [""]
         if rule.match is not None:

@@ -36,6 +36,8 @@ ARGUMENTS: dict[str, list[str]] = {
     "rules list": [],
     "rules show": ["DRA-ALLOC-ALL-IN-USE"],
     "node": [],
+    "explain": ["Failed to prepare dynamic resources: NodePrepareResources failed"],
+    "completion": ["bash"],
 }
 """Arguments per command path (``rules show``); ``{tmp}``/``{claim_file}`` are filled in."""
 

@@ -49,7 +49,11 @@ def test_manifest_sarif_validates_and_locates_results(
     assert "productName == 'NVIDIA A100' &&" in text
     # Rule metadata comes from the catalogue (rules/selection.yaml docs).
     descriptor = run_["tool"]["driver"]["rules"][rules.index("DRA-SEL-CEL-COMPILE-ERROR")]
-    assert "## What it detects" in descriptor["help"]["text"]
+    # Plain text without markdown headings; the markdown keeps them.
+    assert descriptor["help"]["text"].startswith("What it detects: ")
+    assert "##" not in descriptor["help"]["text"]
+    assert "## What it detects" in descriptor["help"]["markdown"]
+    assert "{" not in descriptor["fullDescription"]["text"]
     assert descriptor["helpUri"].endswith("#dra-sel-cel-compile-error")
     builtin = next(r for r in run_["results"] if r["ruleId"] == "DRA-SEL-BUILTIN-CLASSES")
     assert builtin["level"] == "note" and "locations" not in builtin

@@ -64,7 +64,7 @@ STAGES = (
 )
 
 ORDER_NOTE = (
-    "The witness allocation follows the allocator's visiting order (pools by driver/pool, "
+    "The allocation shown follows the allocator's visiting order (pools by driver/pool, "
     "slices by name, devices as published). A real cluster's slice order and, before 1.36 "
     "or on the stable allocator, Go map order can make the scheduler pick other devices; "
     "whether the claims fit does not depend on it. The scheduler also counts in-flight "

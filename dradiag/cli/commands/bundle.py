@@ -95,6 +95,11 @@ def bundle(
 ) -> int:
     """Collect a support bundle (read-only, redacted) for offline diagnosis.
 
+    \b
+    Examples:
+      dradiag bundle -n ml -o ml-bundle.tar.gz
+      dradiag bundle --claim ml/train-mig --since 2h --kubelet-logs
+
     Reads, with GETs only, what the diagnosis and selector-check need for the chosen
     scope (every namespace unless -n/--claim/--pod narrow it), redacts credentials, and
     writes one deterministic .tar.gz; `dradiag claim NS/NAME --from BUNDLE` then gives

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from dradiag.cli.completion import claim_names
 from dradiag.cli.options import (
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_STUCK_AFTER,
@@ -28,7 +29,15 @@ from dradiag.cli.options import (
 
 
 def claim(
-    target: Annotated[str, typer.Argument(metavar="NS/NAME", help="The ResourceClaim.")],
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="NS/NAME",
+            autocompletion=claim_names,
+            help="The ResourceClaim: NS/NAME, NAME (with -n or the context's namespace) "
+            "or resourceclaim/NAME.",
+        ),
+    ],
     from_path: FromPath = None,
     kubeconfig: Kubeconfig = None,
     context: Context = None,
@@ -45,25 +54,40 @@ def claim(
 ) -> int:
     """Diagnose one ResourceClaim: the first broken phase of its life, with evidence.
 
+    \b
+    Examples:
+      dradiag claim ml/train-mig
+      dradiag claim -n ml resourceclaim/train-mig --from bundle.tar.gz -o json
+
     Exit 0 nothing broken, 1 a broken phase, 2 usage/input error, 3 runtime error,
     4 inconclusive (evidence a phase needs was not readable).
     """
-    from dradiag.cli.diagnosis_run import check_output, read_snapshot, report, walk_options
-    from dradiag.cli.inputs import Target, default_namespace, parse_namespaced_name
+    from dradiag.cli.diagnosis_run import (
+        check_output,
+        common_options,
+        existing_names,
+        report,
+        walk_options,
+    )
+    from dradiag.cli.inputs import Target, default_namespace, obtain_snapshot
+    from dradiag.cli.targets import parse_target, with_suggestions
     from dradiag.diagnosis.build import diagnose_claim
+    from dradiag.errors import UsageError
     from dradiag.render.document import collection_of, diagnosis_document
     from dradiag.render.text import render_diagnosis
+    from dradiag.snapshot.model import Kind
 
     check_output(output)
     options = walk_options(now, stuck_after)
-    ns, name = parse_namespaced_name(
+    ns, name = parse_target(
         target,
+        "claim",
+        namespace=namespace,
         default_namespace=default_namespace(
             namespace, from_path=from_path, kubeconfig=kubeconfig, context=context
         ),
     )
-    snapshot = read_snapshot(
-        Target(kind="claim", namespace=ns, name=name),
+    common = common_options(
         from_path=from_path,
         kubeconfig=kubeconfig,
         context=context,
@@ -76,7 +100,15 @@ def claim(
         no_color=no_color,
         exit_zero=exit_zero,
     )
-    diagnosis = diagnose_claim(snapshot, ns, name, options=options)
+    snapshot = obtain_snapshot(common, Target(kind="claim", namespace=ns, name=name))
+    try:
+        diagnosis = diagnose_claim(snapshot, ns, name, options=options)
+    except UsageError as exc:
+        if snapshot.claim(ns, name) is not None:
+            raise
+        raise with_suggestions(
+            exc, existing_names(snapshot, Kind.RESOURCE_CLAIM, ns, common), ns, name
+        ) from None
     doc = diagnosis_document(diagnosis, snapshot.source, collection_of(snapshot))
     return report(
         doc,

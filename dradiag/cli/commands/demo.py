@@ -87,6 +87,11 @@ def demo(
 ) -> int:
     """Diagnose the sample clusters shipped with dradiag (no cluster needed).
 
+    \b
+    Examples:
+      dradiag demo
+      dradiag demo --list
+
     Runs `dradiag claim` on each embedded sample (a healthy MIG claim, a selector that
     matches nothing, exhausted MIG counters, a MIG creation failure at Prepare, an
     unresolvable CDI device) and shows each diagnosis. This is a showcase, not a health

@@ -40,12 +40,11 @@ FeatureGatesOption = Annotated[
 
 
 def _render_text(inventory: Inventory, no_color: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(no_color=no_color, highlight=False, soft_wrap=True)
-    if not console.is_terminal:
-        console.width = 200  # piped output: do not squeeze tables to 80 columns
+    from dradiag.render.console import box_for, stdout_console
+
+    console = stdout_console(no_color)
     table = Table(
         "node",
         "type",
@@ -72,6 +71,7 @@ def _render_text(inventory: Inventory, no_color: bool) -> None:
                 str(g.tainted) if g.tainted else "",
                 ", ".join(sorted(g.holders)[:3]) + (" …" if len(g.holders) > 3 else ""),
             )
+    table.box = box_for(console)
     console.print(table)
     for node in inventory.nodes:
         for bad in node.tainted:
@@ -97,7 +97,13 @@ def inventory(
     output: Output = OutputFormat.TEXT,
     no_color: NoColor = False,
 ) -> int:
-    """Devices per node, type and MIG profile: published, allocated (by whom), free, still fitting."""
+    """Devices per node, type and MIG profile: published, allocated (by whom), free, still fitting.
+
+    \b
+    Examples:
+      dradiag inventory
+      dradiag inventory --from bundle.tar.gz -o json
+    """
     from dradiag.analyses.allocation import FeatureGates
     from dradiag.analyses.inventory import build_inventory
     from dradiag.cli.exit_codes import ExitCode

@@ -160,7 +160,13 @@ def node(
     no_color: NoColor = False,
     exit_zero: ExitZero = False,
 ) -> int:
-    """On a GPU node: NVML, CDI specs and the plugin checkpoint, cross-checked with the cluster."""
+    """On a GPU node: NVML, CDI specs and the plugin checkpoint, cross-checked with the cluster.
+
+    \b
+    Examples:
+      dradiag node --host-root /host --save /tmp/out
+      dradiag node --node gpu-node-1 --from out/
+    """
     from datetime import UTC, datetime
 
     from dradiag.analyses.node_checks import check_node
@@ -199,7 +205,9 @@ def node(
         if save:
             folder = ns.save_node_state(state, raw, save)
             logger.info("node state saved to %s", folder)
-            typer.echo(f"dradiag: node state saved to {folder}", err=True)
+            from dradiag.cli.invocation import prog
+
+            typer.echo(f"{prog()}: node state saved to {folder}", err=True)
     elif save:
         raise UsageError(f"node {name}'s state was read from {state.source}: nothing to --save")
     if state.nvml is None and not no_nvml and state.nvml_unavailable:

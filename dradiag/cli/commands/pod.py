@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from dradiag.cli.completion import pod_names
 from dradiag.cli.options import (
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_STUCK_AFTER,
@@ -34,7 +35,14 @@ from dradiag.cli.options import (
 
 
 def pod(
-    target: Annotated[str, typer.Argument(metavar="NS/NAME", help="The pod.")],
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="NS/NAME",
+            autocompletion=pod_names,
+            help="The pod: NS/NAME, NAME (with -n or the context's namespace) or pod/NAME.",
+        ),
+    ],
     from_path: FromPath = None,
     kubeconfig: Kubeconfig = None,
     context: Context = None,
@@ -51,6 +59,11 @@ def pod(
 ) -> int:
     """Diagnose every ResourceClaim a pod uses (template-generated ones included).
 
+    \b
+    Examples:
+      dradiag pod ml/trainer-0
+      dradiag pod -n ml pod/trainer-0 --from bundle/ -o json
+
     Exit 0 nothing broken, 1 a broken phase, 2 usage/input error, 3 runtime error,
     4 inconclusive.
     """
@@ -58,25 +71,30 @@ def pod(
 
     from dradiag.cli.diagnosis_run import (
         check_output,
+        common_options,
         diagnoses_document,
-        read_snapshot,
+        existing_names,
         report,
         walk_options,
     )
-    from dradiag.cli.inputs import Target, default_namespace, parse_namespaced_name
+    from dradiag.cli.inputs import Target, default_namespace, obtain_snapshot
+    from dradiag.cli.targets import parse_target, with_suggestions
     from dradiag.diagnosis.build import diagnose_pod, unresolved_pod_claims
+    from dradiag.errors import UsageError
     from dradiag.render.text import render_diagnoses
+    from dradiag.snapshot.model import Kind
 
     check_output(output)
     options = walk_options(now, stuck_after)
-    ns, name = parse_namespaced_name(
+    ns, name = parse_target(
         target,
+        "pod",
+        namespace=namespace,
         default_namespace=default_namespace(
             namespace, from_path=from_path, kubeconfig=kubeconfig, context=context
         ),
     )
-    snapshot = read_snapshot(
-        Target(kind="pod", namespace=ns, name=name),
+    common = common_options(
         from_path=from_path,
         kubeconfig=kubeconfig,
         context=context,
@@ -89,7 +107,15 @@ def pod(
         no_color=no_color,
         exit_zero=exit_zero,
     )
-    diagnoses = diagnose_pod(snapshot, ns, name, options=options)
+    snapshot = obtain_snapshot(common, Target(kind="pod", namespace=ns, name=name))
+    try:
+        diagnoses = diagnose_pod(snapshot, ns, name, options=options)
+    except UsageError as exc:
+        if snapshot.pod(ns, name) is not None:
+            raise
+        raise with_suggestions(
+            exc, existing_names(snapshot, Kind.POD, ns, common), ns, name
+        ) from None
     log = logging.getLogger("dradiag.cli.pod")
     for note in unresolved_pod_claims(snapshot, ns, name):
         log.warning("pod %s/%s: %s", ns, name, note)

@@ -7,12 +7,12 @@ unknown id is a usage error (exit 2) that names the closest ids.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dradiag.cli.completion import rule_ids
 from dradiag.cli.options import NoColor, Output, OutputFormat
 
 if TYPE_CHECKING:
@@ -22,6 +22,8 @@ rules_app = typer.Typer(
     name="rules",
     help="The rule catalogue: every finding id dradiag can report, with its docs.",
     no_args_is_help=True,
+    # Plain click help, as kubectl's: no boxes, no fixed width, the same on a pipe.
+    rich_markup_mode=None,
     add_completion=False,
 )
 
@@ -34,7 +36,10 @@ PhaseOption = Annotated[
         "injection, workload, unprepare; or PUB, SEL, ALLOC, PREP, INJ, WORK, UNPREP).",
     ),
 ]
-RuleId = Annotated[str, typer.Argument(metavar="ID", help="A rule id, e.g. DRA-PREP-FAILED.")]
+RuleId = Annotated[
+    str,
+    typer.Argument(metavar="ID", help="A rule id, e.g. DRA-PREP-FAILED.", autocompletion=rule_ids),
+]
 
 
 def _check_output(output: OutputFormat) -> None:
@@ -60,15 +65,9 @@ def _parse_phase(value: str) -> Any:
 
 
 def _console(no_color: bool) -> Any:
-    from rich.console import Console
+    from dradiag.render.console import stdout_console
 
-    wide = None if sys.stdout.isatty() else 200
-    return Console(
-        no_color=no_color or bool(os.environ.get("NO_COLOR")),
-        width=wide,
-        highlight=False,
-        soft_wrap=False,
-    )
+    return stdout_console(no_color)
 
 
 _SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
@@ -80,7 +79,13 @@ def list_rules(
     output: Output = OutputFormat.TEXT,
     no_color: NoColor = False,
 ) -> int:
-    """List the rules: id, phase, severity, the evidence each reads, and its title."""
+    """List the rules: id, phase, severity, the evidence each reads, and its title.
+
+    \b
+    Examples:
+      dradiag rules list
+      dradiag rules list --phase prepare -o json
+    """
     from dradiag.rulebook import load_rulebook
     from dradiag.rulebook.docs import rule_row
 
@@ -113,7 +118,7 @@ def list_rules(
 
 
 def _show_text(rule: Rule) -> str:
-    from dradiag.rulebook.docs import evidence_kinds, match_summary
+    from dradiag.rulebook.docs import evidence_kinds, match_summary, template_slots
 
     lines = [f"{rule.id}: {rule.title}", ""]
     lines.append(f"phase:     {rule.phase.value}")
@@ -121,8 +126,10 @@ def _show_text(rule: Rule) -> str:
     lines.append(f"evidence:  {', '.join(evidence_kinds(rule))}")
     if rule.aliases:
         lines.append(f"aliases:   {', '.join(rule.aliases)}")
-    lines += ["", rule.docs.strip(), "", "## Explain", rule.explain, "", "## Next observations"]
-    lines += [f"- {n}" for n in rule.next]
+    explain = template_slots(rule.explain)
+    lines += ["", rule.docs.strip(), "", "## Explain (<slots> filled from the evidence)", explain]
+    lines += ["", "## Next observations"]
+    lines += [f"- {template_slots(n)}" for n in rule.next]
     if rule.versions:
         lines += ["", "## Versions"] + [f"- {v}" for v in rule.versions]
     if rule.match is not None:
@@ -139,7 +146,13 @@ def show_rule(
     rule_id: RuleId,
     output: Output = OutputFormat.TEXT,
 ) -> int:
-    """Show one rule in full: what it detects, why it breaks the claim, evidence, next steps."""
+    """Show one rule in full: what it detects, why it breaks the claim, evidence, next steps.
+
+    \b
+    Examples:
+      dradiag rules show DRA-PREP-MIG-CREATE-FAILED
+      dradiag rules show DRA-ALLOC-ALL-IN-USE -o yaml
+    """
     from dradiag.errors import UsageError
     from dradiag.rulebook import load_rulebook
     from dradiag.rulebook.docs import rule_document
@@ -149,10 +162,14 @@ def show_rule(
     rule = book.get(rule_id)
     if rule is None:
         close = book.closest(rule_id)
-        hint = f"; did you mean {', '.join(close)}?" if close else "; see 'dradiag rules list'"
+        from dradiag.cli.invocation import prog
+
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; see '{prog()} rules list'"
         raise UsageError(f"unknown rule id {rule_id!r}{hint}")
     if rule.id != rule_id.strip().upper():
-        sys.stderr.write(f"dradiag: note: {rule_id.strip().upper()} is now {rule.id}\n")
+        from dradiag.cli.invocation import prog
+
+        sys.stderr.write(f"{prog()}: note: {rule_id.strip().upper()} is now {rule.id}\n")
     if output is OutputFormat.TEXT:
         typer.echo(_show_text(rule), nl=False)
     else:

@@ -46,6 +46,11 @@ def scan(
 ) -> int:
     """Diagnose every claim that is not healthy, plus node-level publication problems.
 
+    \b
+    Examples:
+      dradiag scan -A
+      dradiag scan -n ml --from bundle.tar.gz -o json
+
     One row per unhealthy claim (or pod whose claim is not created yet) and per node
     with a problem that belongs to no claim (a GPU node publishing nothing, a
     crash-looping kubelet plugin, an incomplete or invalid pool), sorted by phase.

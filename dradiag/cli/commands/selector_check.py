@@ -97,7 +97,13 @@ def selector_check(
     no_color: NoColor = False,
     exit_zero: ExitZero = False,
 ) -> int:
-    """Check CEL selectors of claims, templates and workloads against the devices."""
+    """Check CEL selectors of claims, templates and workloads against the devices.
+
+    \b
+    Examples:
+      dradiag selector-check claim-template.yaml --from slices.yaml
+      dradiag selector-check --expr "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+    """
     import sys
 
     from dradiag.analyses.selector_check import (

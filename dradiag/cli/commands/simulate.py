@@ -141,21 +141,23 @@ def _claims_from_files(paths: list[str]) -> list[K8sObject]:
 
 
 def _render_text(sim: Simulation, no_color: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(no_color=no_color, highlight=False, soft_wrap=True)
-    if not console.is_terminal:
-        console.width = 200  # piped output: do not squeeze tables to 80 columns
+    from dradiag.render.console import box_for, stdout_console
+
+    console = stdout_console(no_color)
     style = {"allocated": "green", "unschedulable": "yellow", "error": "red"}[sim.outcome]
     console.print(f"node [bold]{sim.node}[/]: [{style}]{sim.outcome}[/]")
     if sim.error and sim.outcome != "allocated":
         console.print(f"  allocator: {sim.error}", markup=False)
     if sim.results:
-        table = Table("claim", "request", "device", "pool", "driver", title="witness allocation")
+        table = Table(
+            "claim", "request", "device", "pool", "driver", title="an allocation that fits"
+        )
         for item in sim.results:
             for r in item["allocation"]["devices"]["results"]:
                 table.add_row(item["claim"], r["request"], r["device"], r["pool"], r["driver"])
+        table.box = box_for(console)
         console.print(table)
     for funnel in sim.explanation:
         table = Table(
@@ -176,6 +178,7 @@ def _render_text(sim: Simulation, no_color: bool) -> None:
                 examples += f" … +{stage.removed_total - len(stage.removed)}"
             mark = " ◀" if stage.stage == funnel.blocking else ""
             table.add_row(stage.stage + mark, str(stage.count), examples)
+        table.box = box_for(console)
         console.print(table)
         console.print(f"  → {funnel.reason}", markup=False)
     if sim.combination:
@@ -205,7 +208,13 @@ def simulate(
     no_color: NoColor = False,
     exit_zero: ExitZero = False,
 ) -> int:
-    """Would these claims fit on NODE now? Allocate them as the scheduler would, and explain."""
+    """Would these claims fit on NODE now? Allocate them as the scheduler would, and explain.
+
+    \b
+    Examples:
+      dradiag simulate --node gpu-node-7 --claim ml/train-mig
+      dradiag simulate --node gpu-node-7 --claim ml/train-mig --feature-gates DRAPrioritizedList=true
+    """
     from dradiag.analyses.allocation import FeatureGates, simulate_allocation
     from dradiag.cli.exit_codes import ExitCode
     from dradiag.cli.inputs import Target, obtain_snapshot, parse_namespaced_name

@@ -9,12 +9,25 @@ import typer
 from dradiag.cli.options import Output, OutputFormat
 
 
+def version_line() -> str:
+    """``dradiag X.Y.Z (Python A.B.C)``: ``version`` and ``--version`` print the same."""
+    from dradiag import __version__
+
+    return f"dradiag {__version__} (Python {platform.python_version()})"
+
+
 def version(output: Output = OutputFormat.TEXT) -> int:
-    """Print dradiag's version."""
+    """Print dradiag's version (also: dradiag --version).
+
+    \b
+    Examples:
+      dradiag version
+      dradiag version -o json
+    """
     from dradiag import __version__
 
     if output is OutputFormat.TEXT:
-        typer.echo(f"dradiag {__version__} (Python {platform.python_version()})")
+        typer.echo(version_line())
     else:
         from dradiag.render.document import dump_document
 
