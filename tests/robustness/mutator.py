@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import random
 import sys
 import tempfile
@@ -446,7 +447,7 @@ def _call_command(argv: list[str]) -> int:
     from dradiag.cli.options import OutputFormat
     from dradiag.errors import ClusterUnreachable, DradiagError
 
-    app._configure_logging()
+    app._configure_logging(logging.WARNING)
     name, rest = argv[0], argv[1:]
     options: dict[str, Any] = {}
     positional = []
