@@ -3,8 +3,8 @@
 Every ``tests/field/*/case.yaml`` is run through the real CLI, offline (``--from input/``) and,
 where the claim's own state proves its stage (``live_parity: true``), live against the local
 API server loaded with the same objects. Expectations come from the maintainers' confirmed
-cause (``source.md``), never from what dradiag says: a failing case is an engine gap, listed
-in ``GAPS.md``, and is not marked xfail.
+cause (``source.md``), never from what dradiag says: a failing case is an engine gap to fix,
+never a case to mark xfail.
 """
 
 from __future__ import annotations
