@@ -117,6 +117,21 @@ def pod_condition(pod: K8sObject, ctype: str) -> Mapping[str, Any] | None:
     return None
 
 
+def node_ready_since(node: K8sObject | None) -> datetime | None:
+    """When the node last became Ready (its Ready=True condition's transition), or None.
+
+    A node that came back after the pod started (a reboot) lost what Prepare left on it
+    (CDI specs under /var/run, MIG devices), so later phases compare the two times."""
+    for cond in ((node or {}).get("status") or {}).get("conditions") or ():
+        if (
+            isinstance(cond, Mapping)
+            and cond.get("type") == "Ready"
+            and cond.get("status") == "True"
+        ):
+            return parse_time(cond.get("lastTransitionTime"))
+    return None
+
+
 def pod_done(pod: K8sObject) -> bool:
     return pod_status_of(pod).get("phase") in ("Succeeded", "Failed")
 

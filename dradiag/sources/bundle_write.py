@@ -56,6 +56,7 @@ from dradiag.sources.live_plan import (
     collect_pod,
     is_kubelet_plugin_pod,
     now_rfc3339,
+    statuses_by_container,
 )
 from dradiag.sources.live_transport import ApiError, Reader
 from dradiag.sources.redact import Redactor
@@ -165,13 +166,8 @@ def _driver_log_reads(c: Collector, pods: Iterable[K8sObject], since: int | None
     """Every container's log of every driver pod, and the previous instance's where one ran."""
     reads = []
     for pod in pods:
-        spec, status = pod.get("spec") or {}, pod.get("status") or {}
-        statuses = {
-            str(st.get("name")): st
-            for st in (status.get("containerStatuses") or [])
-            + (status.get("initContainerStatuses") or [])
-            if isinstance(st, Mapping)
-        }
+        spec = pod.get("spec") or {}
+        statuses = statuses_by_container(pod)
         names = [str(x.get("name")) for x in spec.get("initContainers") or []]
         names += [str(x.get("name")) for x in spec.get("containers") or []]
         for container in names:

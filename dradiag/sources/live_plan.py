@@ -150,6 +150,18 @@ def _offered_by_selection(slc: K8sObject) -> bool:
     )
 
 
+def statuses_by_container(pod: K8sObject) -> dict[str, Mapping[str, Any]]:
+    """A pod's container and init-container statuses by container name (what a log read
+    needs: whether it started, whether it restarted)."""
+    status = pod.get("status") or {}
+    return {
+        str(st.get("name")): st
+        for st in (status.get("containerStatuses") or [])
+        + (status.get("initContainerStatuses") or [])
+        if isinstance(st, Mapping)
+    }
+
+
 def allocation_nodes(claim: K8sObject) -> list[str]:
     """Node names an allocation is restricted to (``matchFields metadata.name`` or hostname)."""
     selector = ((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {}
@@ -767,13 +779,8 @@ def _plugin_log_reads(
     """
     reads = []
     for pod in plugin_pods:
-        spec, status = pod.get("spec") or {}, pod.get("status") or {}
-        statuses = {
-            str(st.get("name")): st
-            for st in (status.get("containerStatuses") or [])
-            + (status.get("initContainerStatuses") or [])
-            if isinstance(st, Mapping)
-        }
+        spec = pod.get("spec") or {}
+        statuses = statuses_by_container(pod)
         names = [str(x.get("name")) for x in spec.get("containers") or []]
         main = PLUGIN_CONTAINER if PLUGIN_CONTAINER in names else (names[0] if names else None)
         wanted = [main] if main else []

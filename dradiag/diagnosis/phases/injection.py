@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from dradiag.analyses import plugin_health as ph
@@ -19,6 +18,7 @@ from dradiag.diagnosis.context import (
     claim_devices,
     container_statuses,
     containers_given_devices,
+    node_ready_since,
     pod_all_running,
     pod_done,
     pod_key,
@@ -380,7 +380,7 @@ def _cdi_spec_missing(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Fin
             ]
             rebooted = ""
             node_obj = walk.snapshot.node(node) if node else None
-            ready = _node_ready_since(node_obj) if node_obj is not None else None
+            ready = node_ready_since(node_obj)
             if ready is not None and ran_from is not None and ready > ran_from:
                 rebooted = (
                     f" Node {node} became Ready again at {ready:%Y-%m-%dT%H:%M:%SZ}, after the "
@@ -431,17 +431,6 @@ def _cdi_spec_missing(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Fin
                 )
             )
     return out
-
-
-def _node_ready_since(node: K8sObject) -> datetime | None:
-    for cond in (node.get("status") or {}).get("conditions") or ():
-        if (
-            isinstance(cond, Mapping)
-            and cond.get("type") == "Ready"
-            and cond.get("status") == "True"
-        ):
-            return parse_time(cond.get("lastTransitionTime"))
-    return None
 
 
 def _skipped_prepare_line(walk: ClaimWalk, node: str) -> Evidence | None:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from dradiag.analyses import mps_daemon
 from dradiag.analyses.timeline import (
@@ -17,6 +16,7 @@ from dradiag.diagnosis.context import (
     ClaimWalk,
     RuleHit,
     container_statuses,
+    node_ready_since,
     pod_done,
     pod_key,
     pod_started,
@@ -292,18 +292,6 @@ _SKIPPED_PREPARE = "DRA-PREP-SKIPPED-COMPLETED"
 _FAILING_WAITING = frozenset({"CrashLoopBackOff", "RunContainerError", "Error"})
 
 
-def _node_ready_since(walk: ClaimWalk, pod: K8sObject) -> datetime | None:
-    node = walk.snapshot.node(str((pod.get("spec") or {}).get("nodeName") or ""))
-    for cond in ((node or {}).get("status") or {}).get("conditions") or ():
-        if (
-            isinstance(cond, Mapping)
-            and cond.get("type") == "Ready"
-            and cond.get("status") == "True"
-        ):
-            return parse_time(cond.get("lastTransitionTime"))
-    return None
-
-
 def _skipped_after_restart(walk: ClaimWalk, pod: K8sObject, finding: Finding) -> Finding | None:
     """The plugin's skipped Prepare, raised to the cause when the node came back since.
 
@@ -317,7 +305,7 @@ def _skipped_after_restart(walk: ClaimWalk, pod: K8sObject, finding: Finding) ->
     """
     if finding.rule != _SKIPPED_PREPARE:
         return None
-    ready = _node_ready_since(walk, pod)
+    ready = node_ready_since(walk.snapshot.node(str((pod.get("spec") or {}).get("nodeName") or "")))
     started = parse_time(pod_status_of(pod).get("startTime"))
     if ready is None or started is None or ready <= started:
         return None
