@@ -81,6 +81,9 @@ class _Loaded:
     """Undecoded stores, each with how many documents came before it."""
     skipped: dict[str, int] = field(default_factory=dict)
     """``apiVersion/kind`` → items of unread kinds inside deferred files."""
+    node_states: dict[str, Any] | None = None
+    """Saved node state read from a bundle archive's ``node/<node>/`` members (None: the
+    input was not an archive, so a directory's ``node/`` is read by its path)."""
 
     def add(self, data: bytes, path: str, *, defer: bool) -> None:
         """One manifest file's objects: split undecoded when deferring a large JSON list."""
@@ -375,16 +378,25 @@ def read_members(
 
     loaded = _Loaded([], [], set(), None)
     root = Path(label)
+    from dradiag.sources.node_state import saved_member_prefixes
+
     bundle = bundle_read.parse_manifest(members.get(bundle_read.MANIFEST), label)
+    # Saved node state is not Kubernetes objects, in any archive (as in a directory).
+    node_prefixes = tuple(f"{prefix}/" for prefix in saved_member_prefixes(members))
     for name in sorted(members):
         parts = tuple(name.split("/"))
         if parts[-1] in exclude or any(part.startswith(".") for part in parts):
+            continue
+        if node_prefixes and name.startswith(node_prefixes):
             continue
         if bundle is not None and not bundle_read.holds_objects(parts):
             continue
         _add_file(loaded, root.joinpath(*parts), root, members[name], defer)
     if bundle is not None:
         _apply_bundle(loaded, bundle)
+    from dradiag.sources.node_state import load_saved_node_members
+
+    loaded.node_states = load_saved_node_members(members, label)
     return loaded
 
 
@@ -603,21 +615,28 @@ def load_snapshot(
             deferred=loaded.deferred,
             skipped=loaded.skipped,
         )
-    if path != "-":
-        from dradiag.snapshot.node_state import NODE_STATES_KEY
+    if loaded.node_states is not None:
+        _add_node_states(snapshot, loaded.node_states)
+    elif path != "-":
         from dradiag.sources.node_state import load_saved_node_states
 
-        states = load_saved_node_states(path)
-        if states:
-            snapshot.extras = {**snapshot.extras, NODE_STATES_KEY: states}
+        _add_node_states(snapshot, load_saved_node_states(path))
     return snapshot
+
+
+def _add_node_states(snapshot: Snapshot, states: Mapping[str, Any]) -> None:
+    """Saved node state (``dradiag node --save``) as the Snapshot's node evidence."""
+    from dradiag.snapshot.node_state import NODE_STATES_KEY
+
+    if states:
+        snapshot.extras = {**snapshot.extras, NODE_STATES_KEY: dict(states)}
 
 
 def load_members(members: Mapping[str, bytes], label: str) -> Snapshot:
     """A Snapshot of a bundle's files held in memory (``dradiag bundle``'s own analysis)."""
     with paused_gc():
         loaded = read_members(members, label)
-        return snapshot_from_documents(
+        snapshot = snapshot_from_documents(
             loaded.documents,
             logs=loaded.logs,
             empty_kinds=loaded.empty_list_kinds,
@@ -626,6 +645,8 @@ def load_members(members: Mapping[str, bytes], label: str) -> Snapshot:
             deferred=loaded.deferred,
             skipped=loaded.skipped,
         )
+    _add_node_states(snapshot, loaded.node_states or {})
+    return snapshot
 
 
 def load_documents(path: str, *, stdin: Any = None) -> list[Document]:

@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dradiag.errors import InputError
 from dradiag.snapshot.node_state import (
@@ -32,9 +32,12 @@ from dradiag.snapshot.node_state import (
 )
 from dradiag.sources.node_state_files import (
     CDI_SUFFIXES,
+    MAX_FILE_BYTES,
+    parse_cdi_spec,
     parse_checkpoint,
     read_bounded,
     read_cdi_file,
+    unreadable_spec,
 )
 
 logger = logging.getLogger(__name__)
@@ -62,9 +65,7 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _cdi_specs(
-    root: str, dirs: Iterable[str], *, saved: bool = False
-) -> tuple[list[CdiSpec], dict[str, bytes]]:
+def _cdi_specs(root: str, dirs: Iterable[str]) -> tuple[list[CdiSpec], dict[str, bytes]]:
     specs: list[CdiSpec] = []
     raw: dict[str, bytes] = {}
     for host_dir in dirs:
@@ -74,8 +75,6 @@ def _cdi_specs(
         for path in sorted(local.iterdir()):
             if path.suffix not in CDI_SUFFIXES or not path.is_file():
                 continue
-            if saved and path.is_symlink():
-                continue  # a saved copy holds plain files; a link could point anywhere
             label = f"{host_dir.rstrip('/')}/{path.name}"
             spec = read_cdi_file(path, label)
             specs.append(spec)
@@ -247,47 +246,133 @@ def _nvml_from(data: Any) -> NvmlState | None:
     )
 
 
+class SavedTree(Protocol):
+    """Read access to one saved ``node/<node>/`` folder: on disk or in a bundle's memory."""
+
+    label: str
+    """What the folder is called in messages and in ``NodeState.source``."""
+
+    def read(self, rel: str) -> bytes | None:
+        """A regular file's bytes (``rel`` is relative to the folder); None when absent."""
+
+    def files_in(self, rel: str) -> list[str]:
+        """The names of the regular files directly in folder ``rel``, sorted."""
+
+
+class _DirTree:
+    """A saved folder on disk; links are passed over (they could point anywhere)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.label = str(folder)
+
+    def read(self, rel: str) -> bytes | None:
+        path = self.folder / rel
+        if not path.is_file() or path.is_symlink():
+            return None
+        return read_bounded(path)
+
+    def files_in(self, rel: str) -> list[str]:
+        path = self.folder / rel
+        if not path.is_dir():
+            return []
+        return sorted(p.name for p in path.iterdir() if p.is_file() and not p.is_symlink())
+
+
+class MemberTree:
+    """A saved folder inside a bundle read into memory (``bundle_read.read_archive``),
+    whose reader has already refused links, ``..`` and oversized members."""
+
+    def __init__(self, members: Mapping[str, bytes], prefix: str, label: str) -> None:
+        self.members = members
+        self.prefix = prefix.rstrip("/") + "/"
+        self.label = label
+
+    def read(self, rel: str) -> bytes | None:
+        data = self.members.get(self.prefix + rel.strip("/"))
+        if data is not None and len(data) > MAX_FILE_BYTES:
+            raise ValueError(f"{len(data)} bytes, more than the {MAX_FILE_BYTES} a driver file has")
+        return data
+
+    def files_in(self, rel: str) -> list[str]:
+        base = self.prefix + rel.strip("/") + "/"
+        return sorted(
+            name[len(base) :]
+            for name in self.members
+            if name.startswith(base) and "/" not in name[len(base) :]
+        )
+
+
+def _saved_cdi_specs(tree: SavedTree, dirs: Iterable[str]) -> list[CdiSpec]:
+    specs = []
+    for host_dir in dirs:
+        rel_dir = f"{SAVED_FILES}/{host_dir.strip('/')}"
+        for name in tree.files_in(rel_dir):
+            if Path(name).suffix not in CDI_SUFFIXES:
+                continue
+            label = f"{host_dir.rstrip('/')}/{name}"
+            try:
+                data = tree.read(f"{rel_dir}/{name}")
+            except (OSError, ValueError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                specs.append(unreadable_spec(label, reason))
+                continue
+            if data is not None:
+                specs.append(parse_cdi_spec(data, label))
+    return specs
+
+
 def load_saved_node_state(folder: Path) -> NodeState:
     """A ``node/<node>/`` folder back into a NodeState; InputError when it is malformed."""
-    meta_path = folder / SAVED_META
+    return load_saved_tree(_DirTree(folder), folder.name)
+
+
+def load_saved_tree(tree: SavedTree, folder_name: str) -> NodeState:
+    """A saved node state from either kind of tree (the same parsers for a directory and
+    a bundle archive, so both give the same evidence); InputError when it is malformed."""
+    meta_label = f"{tree.label}/{SAVED_META}"
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        raw_meta = tree.read(SAVED_META)
+        if raw_meta is None:
+            raise ValueError(f"{SAVED_META} is missing")
+        meta = json.loads(raw_meta.decode("utf-8"))
         if not isinstance(meta, dict) or meta.get("format") != SAVED_FORMAT:
             raise ValueError(f"not a {SAVED_FORMAT} record")
-        files = str(folder / SAVED_FILES)
         dirs = tuple(str(d) for d in meta.get("cdiDirs") or ())
         checkpoint_path = str(meta.get("checkpointPath") or "")
         for host_path in (*dirs, checkpoint_path):
             # Reading a saved copy never leaves its folder (DESIGN §8, bundles).
             if ".." in Path(host_path).parts:
                 raise ValueError(f"host path {host_path!r} leaves the saved folder")
-        specs, _ = _cdi_specs(files, dirs, saved=True)
+        specs = _saved_cdi_specs(tree, dirs)
         unreadable = meta.get("unreadable") or {}
         specs += [
             CdiSpec(path=p, scheme="other", error=e) for p, e in sorted(unreadable.items()) if e
         ]
         checkpoint = None
-        local = under(files, checkpoint_path) if checkpoint_path else None
-        if local is not None and local.is_file() and not local.is_symlink():
-            checkpoint = parse_checkpoint(local.read_bytes(), checkpoint_path)
+        data = (
+            tree.read(f"{SAVED_FILES}/{checkpoint_path.lstrip('/')}") if checkpoint_path else None
+        )
+        if data is not None:
+            checkpoint = parse_checkpoint(data, checkpoint_path)
         pci = meta.get("pci")
         state = NodeState(
-            node=str(meta.get("node") or folder.name),
+            node=str(meta.get("node") or folder_name),
             collected_at=meta.get("collectedAt"),
             host_root=str(meta.get("hostRoot") or "/"),
-            source=str(folder),
+            source=tree.label,
             boot_id=meta.get("bootID"),
             nvml=_nvml_from(meta.get("nvml")),
             nvml_unavailable=meta.get("nvmlUnavailable"),
             cdi_dirs=dirs,
-            cdi_specs=_with_node_checks(specs, meta.get("deviceNodesExist") or {}, files),
+            cdi_specs=_with_node_checks(specs, meta.get("deviceNodesExist") or {}, ""),
             checkpoint_path=checkpoint_path,
             checkpoint=checkpoint,
             pci=tuple(PciFunction(**p) for p in pci) if isinstance(pci, list) else None,
             pci_unavailable=meta.get("pciUnavailable"),
         )
-    except (OSError, ValueError, TypeError, AttributeError) as exc:
-        raise InputError(f"saved node state is malformed: {exc}", path=str(meta_path)) from None
+    except (OSError, ValueError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+        raise InputError(f"saved node state is malformed: {exc}", path=meta_label) from None
     return state
 
 
@@ -305,4 +390,25 @@ def load_saved_node_states(root: str) -> dict[str, NodeState]:
     if not path.is_dir():
         return {}
     states = [load_saved_node_state(folder) for folder in saved_node_folders(path)]
+    return {s.node: s for s in states}
+
+
+def saved_member_prefixes(members: Mapping[str, bytes]) -> list[str]:
+    """The ``node/<node>`` prefixes of a bundle's members that hold a ``node.json``."""
+    return sorted(
+        name[: -len(SAVED_META) - 1]
+        for name in members
+        if name.startswith(f"{SAVED_DIR}/")
+        and name.count("/") == 2
+        and name.endswith(f"/{SAVED_META}")
+    )
+
+
+def load_saved_node_members(members: Mapping[str, bytes], label: str) -> dict[str, NodeState]:
+    """Every saved node state inside a bundle held in memory, by node name: what
+    ``--from DIR`` gives for the same files unpacked."""
+    states = [
+        load_saved_tree(MemberTree(members, prefix, f"{label}/{prefix}"), prefix.split("/")[1])
+        for prefix in saved_member_prefixes(members)
+    ]
     return {s.node: s for s in states}

@@ -228,12 +228,16 @@ def read_cdi_file(path: Path, label: str) -> CdiSpec:
         data = read_bounded(path)
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        name = Path(label).name
-        claim = _CLAIM_SPEC.match(name)
-        return CdiSpec(
-            path=label,
-            scheme="claim" if claim else "other",
-            claim_uid=claim.group("uid") if claim else None,
-            error=f"cannot read: {reason}",
-        )
+        return unreadable_spec(label, reason)
     return parse_cdi_spec(data, label)
+
+
+def unreadable_spec(label: str, reason: str) -> CdiSpec:
+    """A CDI spec file that could not be read: named, with ``error`` saying why."""
+    claim = _CLAIM_SPEC.match(Path(label).name)
+    return CdiSpec(
+        path=label,
+        scheme="claim" if claim else "other",
+        claim_uid=claim.group("uid") if claim else None,
+        error=f"cannot read: {reason}",
+    )

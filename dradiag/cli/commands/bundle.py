@@ -30,6 +30,7 @@ BUNDLE_TIMEOUT = 300.0
 cluster take longer than one diagnosis's reads (5,000 plugin pods: about a minute)."""
 
 if TYPE_CHECKING:
+    from dradiag.sources.bundle_node_state import NodeStateMembers
     from dradiag.sources.bundle_write import BundleScope
     from dradiag.sources.redact import Redactor
 
@@ -85,6 +86,15 @@ def bundle(
             "log query (needs get on nodes/proxy; refused or absent is recorded, not fatal).",
         ),
     ] = False,
+    node_state: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--node-state",
+            metavar="DIR",
+            help="Add the node state `dradiag node --save DIR` saved (DIR/node/<node>/) as "
+            "node/<node>/; repeat for more. Not redacted: it holds no credentials.",
+        ),
+    ] = None,
     kubeconfig: Kubeconfig = None,
     context: Context = None,
     request_timeout: RequestTimeout = DEFAULT_REQUEST_TIMEOUT,
@@ -99,6 +109,7 @@ def bundle(
     Examples:
       dradiag bundle -n ml -o ml-bundle.tar.gz
       dradiag bundle --claim ml/train-mig --since 2h --kubelet-logs
+      dradiag bundle --claim ml/train-mig --node-state saved/   # after dradiag node --save saved/
 
     Reads, with GETs only, what the diagnosis and selector-check need for the chosen
     scope (every namespace unless -n/--claim/--pod narrow it), redacts credentials, and
@@ -125,10 +136,14 @@ def bundle(
     path = output_file or _default_name()
     if not path.endswith((".tar.gz", ".tgz")):
         raise UsageError(f"-o {path}: the bundle is a .tar.gz (name it FILE.tar.gz)")
+    from dradiag.sources.bundle_node_state import gather
+
+    saved = gather(node_state or ())  # checked before any cluster read
     _collect_and_write(
         scope,
         redactor,
         path,
+        saved,
         kubeconfig=kubeconfig,
         context=context,
         request_timeout=request_timeout,
@@ -164,6 +179,7 @@ def _collect_and_write(
     scope: BundleScope,
     redactor: Redactor,
     path: str,
+    saved: NodeStateMembers,
     *,
     kubeconfig: str | None,
     context: str | None,
@@ -215,6 +231,8 @@ def _collect_and_write(
             )
             progress.update("redacting and laying out the bundle")
             layout = bundle_write.lay_out(collected, redactor)
+            layout.members.update(saved.members)  # not redacted (bundle_node_state)
+            layout.collectors += saved.collectors
             manifest = bundle_write.manifest(
                 collected, layout, scope, redactor, tool_version=__version__
             )
