@@ -111,10 +111,22 @@ def is_kubelet_plugin_pod(pod: K8sObject) -> bool:
 
 
 def pod_uses_claims(pod: K8sObject) -> bool:
-    """True when the pod references any ResourceClaim (spec or status)."""
-    return bool((pod.get("spec") or {}).get("resourceClaims")) or bool(
-        (pod.get("status") or {}).get("resourceClaimStatuses")
+    """True when the pod references any ResourceClaim (spec or status), including the one
+    generated for its extended resources (``status.extendedResourceClaimStatus``, which no
+    ``spec.resourceClaims`` entry names)."""
+    status = pod.get("status") or {}
+    return (
+        bool((pod.get("spec") or {}).get("resourceClaims"))
+        or bool(status.get("resourceClaimStatuses"))
+        or bool(_extended_claim_name(pod))
     )
+
+
+def _extended_claim_name(pod: K8sObject) -> str | None:
+    extended = (pod.get("status") or {}).get("extendedResourceClaimStatus")
+    if isinstance(extended, Mapping) and extended.get("resourceClaimName"):
+        return str(extended["resourceClaimName"])
+    return None
 
 
 def pod_claim_names(pod: K8sObject) -> set[str]:
@@ -123,6 +135,8 @@ def pod_claim_names(pod: K8sObject) -> set[str]:
     for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
         if isinstance(st, Mapping) and st.get("resourceClaimName"):
             names.add(str(st["resourceClaimName"]))
+    if extended := _extended_claim_name(pod):
+        names.add(extended)
     return names
 
 
