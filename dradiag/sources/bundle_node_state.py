@@ -3,8 +3,8 @@
 ``dradiag node --save DIR`` writes ``DIR/node/<node>/`` (``sources.node_state``); a
 bundle carries it as ``node/<node>/…`` so ``claim --from bundle.tar.gz`` has the node
 evidence that ``claim --from DIR`` has. The folder is checked before any cluster read,
-with the rules a bundle reader applies to an archive (``sources.bundle_read``): plain
-files and folders only (no symbolic or hard links, devices, FIFOs), no name that leaves
+with the rules a bundle reader applies to an archive (``sources.bundle_read``): only
+``node.json`` and ``files/``, plain files and folders only (no symbolic or hard links, devices, FIFOs), no name that leaves
 the folder, each file within what the driver writes, the whole within a cap — and it
 must load as saved node state, so a bundle never carries a copy its reader refuses.
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dradiag.errors import InputError
-from dradiag.sources.node_state import SAVED_DIR, SAVED_META, load_saved_node_state
+from dradiag.sources.node_state import SAVED_DIR, SAVED_FILES, SAVED_META, load_saved_node_state
 from dradiag.sources.node_state_files import MAX_FILE_BYTES
 
 MAX_NODE_FILES = 10_000
@@ -93,6 +93,13 @@ def _checked_files(folder: Path, label: str) -> dict[str, bytes]:
             path = Path(current) / name
             rel = path.relative_to(folder).as_posix()
             _check_name(rel, path, label)
+            if rel not in (SAVED_META, SAVED_FILES) and not rel.startswith(f"{SAVED_FILES}/"):
+                # Only what ``node --save`` writes; the bundle's own ``node/<node>/kubelet.log``
+                # (``--kubelet-logs``) shares the folder and must not be overwritten.
+                raise InputError(
+                    f"refused: {path} is not saved node state ({SAVED_META}, {SAVED_FILES}/)",
+                    path=label,
+                )
             mode = os.lstat(path).st_mode
             if stat.S_ISLNK(mode):
                 raise InputError(f"refused: {path} is a symbolic link", path=label)

@@ -64,7 +64,9 @@ def test_gather_takes_every_file_verbatim_with_one_collector_per_node() -> None:
     assert "not redacted" in entry["reason"]
 
 
-@pytest.mark.parametrize("hostile", ["symlink", "dirlink", "fifo", "hardlink", "large"])
+@pytest.mark.parametrize(
+    "hostile", ["symlink", "dirlink", "fifo", "hardlink", "large", "kubelet.log"]
+)
 def test_gather_refuses_what_a_bundle_reader_refuses(tmp_path: Path, hostile: str) -> None:
     saved = _saved_copy(tmp_path)
     files = saved / "node" / "gpu-node-1" / "files"
@@ -78,8 +80,10 @@ def test_gather_refuses_what_a_bundle_reader_refuses(tmp_path: Path, hostile: st
         outside = tmp_path / "outside.txt"
         outside.write_text("not node state")
         os.link(outside, files / "linked.json")
-    else:
+    elif hostile == "large":
         (files / "huge.json").write_bytes(b" " * (MAX_FILE_BYTES + 1))
+    else:  # the name the bundle's own --kubelet-logs member has
+        (files.parent / "kubelet.log").write_text("I0101 not saved node state\n")
     with pytest.raises(InputError, match="refused"):
         gather([str(saved)])
 
