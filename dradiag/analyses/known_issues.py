@@ -206,7 +206,7 @@ def match_known_issues(
     *,
     events: Sequence[K8sObject] | None = None,
     logs: Sequence[ContainerLog] | None = None,
-    objects: Sequence[tuple[str, K8sObject]] | None = None,
+    objects: Iterable[tuple[str, K8sObject]] | None = None,
     nodes: Sequence[str] | None = None,
     clean_nodes: set[str | None] | None = None,
 ) -> list[RuleHit]:
@@ -216,6 +216,7 @@ def match_known_issues(
     concerns, e.g. the claim's nodes; by default every node of the snapshot. A symptom-
     less rule fires once per affected reading on those nodes.
 
+    ``objects`` is read only when some version is affected (so it may be lazy).
     ``clean_nodes``, for many calls on one snapshot (a scan's claims): the nodes on
     which no rule's component reading is affected, as earlier calls found; a call whose
     nodes are all in it matches nothing and reads no version, and a call that finds
@@ -254,7 +255,7 @@ def match_known_issues(
         if clean_nodes is not None:
             clean_nodes.update(in_scope)
         return []
-    parts = _part_hits(rulebook, events, logs, objects)
+    parts = _part_hits(rulebook, events, logs, list(objects))
     hits: list[RuleHit] = []
     for rule in rules:
         ki = _known_issue(rule)
