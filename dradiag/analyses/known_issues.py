@@ -206,14 +206,22 @@ def match_known_issues(
     *,
     events: Sequence[K8sObject] | None = None,
     logs: Sequence[ContainerLog] | None = None,
-    objects: Sequence[tuple[str, K8sObject]] | None = None,
+    objects: Iterable[tuple[str, K8sObject]] | None = None,
     nodes: Sequence[str] | None = None,
+    clean_nodes: set[str | None] | None = None,
 ) -> list[RuleHit]:
     """Hits of the known-issue rules over the evidence in scope (default: the snapshot).
 
     ``nodes`` are the nodes a symptom without a node of its own (a claim's status)
     concerns, e.g. the claim's nodes; by default every node of the snapshot. A symptom-
     less rule fires once per affected reading on those nodes.
+
+    ``objects`` is read only when some version is affected (so it may be lazy).
+    ``clean_nodes``, for many calls on one snapshot (a scan's claims): the nodes on
+    which no rule's component reading is affected, as earlier calls found; a call whose
+    nodes are all in it matches nothing and reads no version, and a call that finds
+    none affected adds its nodes. (Whether a reading is affected depends on the
+    snapshot and the node alone, so the set must not outlive the snapshot.)
     """
     rules = rulebook.known_issues
     if not rules:
@@ -241,9 +249,13 @@ def match_known_issues(
     # whose components are all fixed (the usual case) no symptom is matched at all.
     readings = _Readings(snapshot)
     in_scope = list(dict.fromkeys([*scope_nodes, *_evidence_nodes(snapshot, events, logs)]))
-    if not any(_affected_version(readings, _known_issue(r), in_scope) for r in rules):
+    if clean_nodes is not None and clean_nodes.issuperset(in_scope):
         return []
-    parts = _part_hits(rulebook, events, logs, objects)
+    if not any(_affected_version(readings, _known_issue(r), in_scope) for r in rules):
+        if clean_nodes is not None:
+            clean_nodes.update(in_scope)
+        return []
+    parts = _part_hits(rulebook, events, logs, list(objects))
     hits: list[RuleHit] = []
     for rule in rules:
         ki = _known_issue(rule)

@@ -244,6 +244,9 @@ class ClaimWalk:
     _hits: list[RuleHit] | None = None
     _plugin: dict[str, ph.PluginHealth] = field(default_factory=dict)
     _publication_nodes: list[str] | None = None
+    _events: dict[tuple[str, str, str] | None, list[K8sObject]] = field(default_factory=dict)
+    """The claim's (key None) and each pod's (by namespace, name, UID) events, looked up
+    once per walk: the hits, the known issues and every lifecycle crossing read them."""
     selection_cache: dict[tuple[str, str], list[Finding]] | None = None
     """Shared by ``scan``: claims with the same spec in a namespace select alike."""
     links: ClaimLinks = field(default_factory=ClaimLinks)
@@ -396,12 +399,22 @@ class ClaimWalk:
     def claim_events(self) -> list[K8sObject]:
         if self.synthesized:
             return []
-        return self.snapshot.events_for(
-            "ResourceClaim", namespace_of(self.claim), name_of(self.claim), self.claim_uid or None
-        )
+        found = self._events.get(None)
+        if found is None:
+            found = self._events[None] = self.snapshot.events_for(
+                "ResourceClaim",
+                namespace_of(self.claim),
+                name_of(self.claim),
+                self.claim_uid or None,
+            )
+        return list(found)
 
     def pod_events(self, pod: K8sObject) -> list[K8sObject]:
-        return self.snapshot.events_for("Pod", namespace_of(pod), name_of(pod), uid_of(pod) or None)
+        key = (namespace_of(pod), name_of(pod), uid_of(pod))
+        found = self._events.get(key)
+        if found is None:
+            found = self._events[key] = self.snapshot.events_for("Pod", *key[:2], key[2] or None)
+        return list(found)
 
     def hits(self) -> list[RuleHit]:
         """Rule matches over this claim's events and logs, each tied to its pod."""

@@ -10,6 +10,8 @@ a node is tied to every bound pod in the phases that read hits per pod.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from dradiag.analyses import plugin_health as ph
@@ -46,17 +48,29 @@ def known_issue_hits(walk: ClaimWalk) -> list[RuleHit]:
     ]
     logs += [log for p in walk.pods for log in snapshot.logs_for(namespace_of(p), name_of(p))]
     nodes = walk.nodes() or walk.publication_nodes()
-    objects: list[tuple[str, K8sObject]] = [("ResourceClaim", walk.claim)]
-    objects += [("Pod", p) for p in pods]
-    objects += [("Node", n) for name in nodes if (n := snapshot.node(name)) is not None]
-    slices = [s for name in nodes for s in snapshot.slices_for(node=name)]
-    if not nodes:
-        slices = [s for d in walk.drivers() for s in snapshot.slices_for(driver=d)]
-    objects += [("ResourceSlice", s) for s in slices[:MAX_SLICES]]
+    # The first MAX_SLICES only: a pending claim's driver publishes a slice per node, and
+    # listing them all made every such walk grow with the fleet. Read lazily: the objects
+    # are matched only where some version is affected (rarely).
+    if nodes:
+        slices = (s for name in nodes for s in snapshot.slices_for(node=name))
+    else:
+        slices = (s for d in walk.drivers() for s in snapshot.slices_for(driver=d))
+    objects: Iterable[tuple[str, K8sObject]] = itertools.chain(
+        [("ResourceClaim", walk.claim)],
+        (("Pod", p) for p in pods),
+        (("Node", n) for name in nodes if (n := snapshot.node(name)) is not None),
+        (("ResourceSlice", s) for s in itertools.islice(slices, MAX_SLICES)),
+    )
     by_key = {(namespace_of(p), name_of(p)): p for p in pods}
     out: list[RuleHit] = []
     found = match_known_issues(
-        rulebook, snapshot, events=events, logs=logs, objects=objects, nodes=nodes
+        rulebook,
+        snapshot,
+        events=events,
+        logs=logs,
+        objects=objects,
+        nodes=nodes,
+        clean_nodes=walk.shared.known_issue_clean if walk.shared is not None else None,
     )
     for hit in found:
         subject = hit.subject

@@ -47,6 +47,8 @@ class ScanContext:
     _simulations: dict[bytes, tuple[str, Simulated | None]] = field(default_factory=dict)
     _selections: dict[tuple[str, bytes], tuple[str, list[Finding]]] = field(default_factory=dict)
     _doubly: frozenset[tuple[str, str, str]] | None = None
+    known_issue_clean: set[str | None] = field(default_factory=set)
+    """Nodes with no affected known-issue reading (``match_known_issues``' clean_nodes)."""
 
     @classmethod
     def of(cls, snapshot: Snapshot, rulebook: Any | None) -> ScanContext:

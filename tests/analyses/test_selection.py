@@ -686,6 +686,53 @@ def test_a_device_converted_for_what_a_selector_reads_gives_the_same_outcome(
     assert compared > 1000 and partial > compared // 2
 
 
+@pytest.mark.parametrize("source", ["ordinary", "streamed"])
+def test_devices_assembled_in_a_batch_are_those_assembled_one_by_one(
+    varied: Path, source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cel_readings`` (the sweep's batch) gives each device as ``cel_reading`` does.
+
+    The varied fleet holds what the batch's fast path leaves to ``cel_reading``: values
+    to convert, a key spelled both ways, devices that do not convert.
+    """
+    from dradiag.analyses.cel import compile_selector
+    from dradiag.analyses.selection.grouping import _ReadSpec
+
+    snapshot = (
+        load_snapshot(str(varied)) if source == "ordinary" else _streamed(varied, monkeypatch)
+    )
+    expressions = [
+        "device.attributes['gpu.nvidia.com'].uuid.startsWith('GPU-0')",
+        "device.attributes['resource.kubernetes.io'].pciBusID.endsWith(':00.0')",
+        "device.attributes['gpu.nvidia.com'].index == 0 && device.attributes['gpu.nvidia.com'].uuid != ''",
+        "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA')",
+        "device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('1.0.0')) >= 0",
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0",
+        "device.attributes['gpu.nvidia.com'].numa == 1 || device.allowMultipleAllocations",
+    ]
+    fast = 0
+    for expression in expressions:
+        spec = _ReadSpec.of([compile_selector(expression)])
+        one = build_inventory(snapshot)
+        batch = build_inventory(snapshot)
+        indices = list(range(len(one)))[::-1]  # any order, as a sweep's groups come
+        batched = batch.cel_readings(indices, spec)
+        assert len(batched) == len(indices)
+        for i, device in zip(indices, batched, strict=True):
+            single = one.cel_reading(i, spec)
+            assert (device.driver, device.name, device.error) == (
+                single.driver,
+                single.name,
+                single.error,
+            ), (expression, i)
+            assert dict(device.attributes) == dict(single.attributes), (expression, i)
+            assert dict(device.capacity) == dict(single.capacity), (expression, i)
+            assert device.shape == single.shape and device.vals == single.vals, (expression, i)
+            assert device.allow_multiple_allocations == single.allow_multiple_allocations
+            fast += device is batch.cel_readings([i], spec)[0]  # kept, as cel_reading keeps it
+    assert fast == len(expressions) * len(build_inventory(snapshot))
+
+
 def test_grouped_evaluation_names_the_errors_of_the_reference(varied: Path) -> None:
     snapshot = load_snapshot(str(varied))
     inventory = build_inventory(snapshot)

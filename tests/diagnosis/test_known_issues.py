@@ -129,3 +129,29 @@ def test_a_claim_level_known_issue_reaches_the_per_pod_prepare_phase(k8s: Module
     assert "DRA-PREP-KI-SCHED-FROMCLASS-CONFIG" not in prepare_rules(
         "registry.k8s.io/kube-scheduler:v1.34.2"
     )
+
+
+def test_a_scans_clean_nodes_skip_only_what_holds_no_affected_version(k8s: ModuleType) -> None:
+    """``clean_nodes`` (a scan's memo): a fixed kubelet's node is noted and then skipped;
+    an affected kubelet's node is never noted, so its known issue still matches."""
+    from dradiag.analyses.known_issues import match_known_issues
+    from dradiag.rulebook.loader import load_rulebook
+
+    rulebook = load_rulebook()
+    fixed = _snapshot(k8s, "v1.34.4")
+    clean: set[str | None] = set()
+    assert match_known_issues(rulebook, fixed, nodes=[k8s.NODE], clean_nodes=clean) == []
+    assert k8s.NODE in clean
+    # Noted clean: a later call reads no version at all, even with a poisoned reading.
+    fixed.nodes[0]["status"]["nodeInfo"]["kubeletVersion"] = "v1.34.1"
+    assert match_known_issues(rulebook, fixed, nodes=[k8s.NODE], clean_nodes=clean) == []
+    assert match_known_issues(rulebook, fixed, nodes=[k8s.NODE]) != []
+
+    affected = _snapshot(k8s, "v1.34.1")
+    noted: set[str | None] = set()
+    with_memo = match_known_issues(rulebook, affected, nodes=[k8s.NODE], clean_nodes=noted)
+    assert [h.rule.id for h in with_memo] == [
+        h.rule.id for h in match_known_issues(rulebook, affected, nodes=[k8s.NODE])
+    ]
+    assert "DRA-INJ-KI-KUBELET-CLAIM-INFO" in {h.rule.id for h in with_memo}
+    assert noted == set()

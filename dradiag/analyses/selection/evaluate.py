@@ -220,7 +220,7 @@ def _outcomes(
         if not alive:
             break
         assert run.compiled is not None
-        results = run.compiled.sweep([inventory.cel_reading(group, spec) for group in alive])
+        results = run.compiled.sweep(inventory.cel_readings(alive, spec))
         still = []
         for group, result in zip(alive, results, strict=True):
             if result is True:
@@ -322,7 +322,7 @@ def device_outcomes(inventory: DeviceInventory, selector: CompiledSelector) -> l
     spec = _ReadSpec.of([selector])
     groups = inventory.projection(spec).groups
     representatives = list(dict.fromkeys(groups))
-    swept = selector.sweep([inventory.cel_reading(group, spec) for group in representatives])
+    swept = selector.sweep(inventory.cel_readings(representatives, spec))
     results: dict[int, bool | str] = {
         group: result if result is True or result is False else result.message
         for group, result in zip(representatives, swept, strict=True)

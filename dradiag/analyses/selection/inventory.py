@@ -72,6 +72,9 @@ _CONVERSION_ERROR = object()
 _PLAIN = {"string": str, "int": int, "bool": bool}
 """Attribute members whose value of this exact type is its own CEL value."""
 
+_MIXED = object()
+"""An attribute spelled both bare and qualified (``cel_readings`` leaves it to ``cel``)."""
+
 _PlanStep = tuple[str, str, str, str | None, bool, str]
 """(holder, domain, name, qualified raw name or None, bare name possible, value_key)."""
 
@@ -312,6 +315,87 @@ class DeviceInventory:
         if found is None:
             found = built[index] = self._build_reading(index, spec)
         return found
+
+    def cel_readings(self, indices: Iterable[int], spec: _ReadSpec) -> list[CelDevice]:
+        """``cel_reading`` of each of ``indices``, in order, for a sweep over many devices.
+
+        A selector that reads only plain attributes (a per-device uuid: every device its
+        own group) makes each device cost its assembly alone, so the common case is
+        assembled here with the look-ups hoisted out of the loop; any device it does not
+        fit (a capacity, a value to convert, both spellings, a conversion error) goes
+        through ``cel_reading``, which gives the same device.
+        """
+        from dradiag.analyses.cel import CelDevice
+        from dradiag.analyses.cel.environment import DomainMap
+
+        if spec.whole:
+            return [self.cel_reading(index, spec) for index in indices]
+        plan = self._reading_plans.get(spec)
+        if plan is None:
+            plan = self._reading_plans[spec] = _reading_plan(spec)
+        if any(step[0] != "attributes" for step in plan):
+            return [self.cel_reading(index, spec) for index in indices]
+        errors = self.conversion_errors()
+        built = self._cel_reading.setdefault(spec, {})
+        raws, drivers, names, cels = self._raw, self._driver, self._name, self._cel
+        shapes = self._reading_shapes
+        assembled = CelDevice.assembled
+        plain = _PLAIN
+        steps = [
+            (domain, name, qualified, bare_ok, key)
+            for _h, domain, name, qualified, bare_ok, key in plan
+        ]
+        out: list[CelDevice] = []
+        append = out.append
+        for index in indices:
+            found = built.get(index)
+            if found is not None:
+                append(found)
+                continue
+            raw = raws[index]
+            entries = raw.get("attributes")
+            if cels[index] is not None or index in errors or entries.__class__ is not dict:
+                append(self.cel_reading(index, spec))
+                continue
+            driver = drivers[index]
+            attributes = DomainMap()
+            present: list[str] = []
+            vals: list[Any] = []
+            for domain, name, qualified_name, bare_ok, key in steps:
+                qualified = entries.get(qualified_name) if qualified_name is not None else None
+                bare = entries.get(name) if bare_ok and domain == driver else None
+                value = bare if qualified is None else qualified if bare is None else _MIXED
+                if value is None:
+                    continue
+                if value.__class__ is not dict or len(value) != 1:
+                    break
+                ((member, inner),) = value.items()
+                if plain.get(member) is not inner.__class__:
+                    break
+                domain_map = attributes.get(domain)
+                if domain_map is None:
+                    domain_map = attributes[domain] = {}
+                domain_map[name] = inner
+                present.append(key)
+                vals.append(inner)
+            else:
+                layout = tuple(present)
+                shape = shapes.get(layout)
+                if shape is None:
+                    shape = shapes[layout] = {k: i for i, k in enumerate(layout)}
+                found = built[index] = assembled(
+                    driver,
+                    attributes,
+                    DomainMap(),
+                    bool(raw.get("allowMultipleAllocations")),
+                    shape,
+                    tuple(vals),
+                    name=names[index],
+                )
+                append(found)
+                continue
+            append(self.cel_reading(index, spec))
+        return out
 
     def _build_reading(self, index: int, spec: _ReadSpec) -> CelDevice:
         from dradiag.analyses.cel import CelDevice
