@@ -39,7 +39,7 @@ GLOBAL_FLAGS = {"-v": "verbose", "--verbose": "verbose", "--debug": "debug"}
 
 def _print_version(value: bool) -> None:
     if value:
-        from dradiag.cli.commands.version import version_line
+        from dradiag.cli.entry import version_line
 
         typer.echo(version_line())
         raise typer.Exit(0)

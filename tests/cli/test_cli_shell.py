@@ -35,7 +35,7 @@ def test_version_flag(capsys):
 
 
 def run_version_line() -> str:
-    from dradiag.cli.commands.version import version_line
+    from dradiag.cli.entry import version_line
 
     line = version_line()
     assert line.startswith(f"dradiag {__version__} (Python ")

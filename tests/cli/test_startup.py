@@ -31,3 +31,19 @@ def test_cheap_commands_import_nothing_heavy(argv):
     assert result["code"] == 0
     loaded = {m.split(".")[0] for m in result["modules"]}
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+@pytest.mark.parametrize("arg", ["version", "--version"])
+def test_version_answers_without_importing_typer(arg: str) -> None:
+    # A version check in a script must not pay for typer and pydantic (dradiag.cli.entry).
+    code = (
+        f"import sys; sys.argv = ['dradiag', {arg!r}]\n"
+        "from dradiag.cli.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('typer' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0].startswith("dradiag ") and "(Python " in out[0]
+    assert out[-1] == "False"

@@ -6,14 +6,8 @@ import platform
 
 import typer
 
+from dradiag.cli.entry import version_line
 from dradiag.cli.options import Output, OutputFormat
-
-
-def version_line() -> str:
-    """``dradiag X.Y.Z (Python A.B.C)``: ``version`` and ``--version`` print the same."""
-    from dradiag import __version__
-
-    return f"dradiag {__version__} (Python {platform.python_version()})"
 
 
 def version(output: Output = OutputFormat.TEXT) -> int:
