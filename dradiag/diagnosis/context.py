@@ -37,6 +37,7 @@ from dradiag.snapshot.model import (
 from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, Severity
 
 if TYPE_CHECKING:
+    from dradiag.diagnosis.lifecycle import Crossing
     from dradiag.diagnosis.scan_context import ScanContext
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
@@ -244,6 +245,7 @@ class ClaimWalk:
     _hits: list[RuleHit] | None = None
     _plugin: dict[str, ph.PluginHealth] = field(default_factory=dict)
     _publication_nodes: list[str] | None = None
+    _crossings: Mapping[Phase, Crossing] | None = None
     _events: dict[tuple[str, str, str] | None, list[K8sObject]] = field(default_factory=dict)
     """The claim's (key None) and each pod's (by namespace, name, UID) events, looked up
     once per walk: the hits, the known issues and every lifecycle crossing read them."""
@@ -286,11 +288,18 @@ class ClaimWalk:
         """
         return self.synthesized or isinstance(self.claim.get("status"), Mapping)
 
+    def crossings(self) -> Mapping[Phase, Crossing]:
+        """The boundaries the claim provably crossed (``diagnosis.lifecycle``), worked out
+        once per walk: the phases and the basis pass all ask."""
+        if self._crossings is None:
+            from dradiag.diagnosis.lifecycle import crossings
+
+            self._crossings = crossings(self)
+        return self._crossings
+
     def allocation_proof(self) -> str:
         """Evidence that the claim is (or was) allocated, "" when there is none."""
-        from dradiag.diagnosis.lifecycle import crossings
-
-        proof = crossings(self).get(Phase.ALLOCATION)
+        proof = self.crossings().get(Phase.ALLOCATION)
         return proof.ref if proof is not None else ""
 
     @property

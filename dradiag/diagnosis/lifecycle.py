@@ -116,7 +116,7 @@ def prepare_attempt(walk: ClaimWalk) -> str:
 
 def with_basis(walk: ClaimWalk, phases: Sequence[PhaseResult]) -> tuple[PhaseResult, ...]:
     """Each phase with its basis; ``unknown`` phases a later stage proves become inferred."""
-    proofs = crossings(walk)
+    proofs = walk.crossings()
     out = []
     for result in phases:
         if result.basis is not Basis.CHECKED or result.basis_detail:
