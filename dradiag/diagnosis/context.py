@@ -513,47 +513,27 @@ class ClaimWalk:
         A line counts for this claim when it names it (UID, ``ns/name``, or the name
         labelled as a claim); a line naming no claim counts when the input holds no other
         claim it could be about, and a plugin's start-up error (publication) counts for
-        every claim of the driver.
+        every claim of the driver. The matching itself does not depend on the claim: a
+        scan does it once (``ScanContext.component_matches``).
         """
-        logs = self.snapshot.component_logs()
-        if not logs:
+        if not self.snapshot.component_logs():
             return []
-        from dradiag.analyses.component_events import line_events
-        from dradiag.analyses.error_chain import clip_middle
         from dradiag.diagnosis.links import message_names_claim
 
+        if self.shared is not None:
+            matches = self.shared.component_matches(match_events, match_logs)
+        else:
+            matches = component_matches(self.snapshot, self.rulebook, match_events, match_logs)
         only_claim = len(self.snapshot.claims) <= 1
         ns = namespace_of(self.claim)
         by_key = {pod_key(p): p for p in self.pods}
-        out: list[RuleHit] = []
-        for log in logs:
-            lines = log.text.splitlines()
-            for hit in match_logs(self.rulebook, [log]):
-                finding = hit.to_finding()
-                line = lines[hit.line - 1] if hit.line and hit.line <= len(lines) else ""
-                if (
-                    message_names_claim(line, self.claim, ns)
-                    or only_claim
-                    or finding.phase is Phase.PUBLICATION
-                ):
-                    out.append(RuleHit(finding=finding, log_container=log.container))
-            for item in line_events(log):
-                if not (message_names_claim(item.line, self.claim, ns) or only_claim):
-                    continue
-                evidence = Evidence(
-                    source=EvidenceSource.LOG,
-                    ref=f"log {log.source or log.component}:{item.line_number}",
-                    excerpt=clip_middle(item.line.strip(), 600),
-                )
-                for hit in match_events(self.rulebook, [item.event]):
-                    out.append(
-                        RuleHit(
-                            finding=replace(hit.to_finding(), evidence=(evidence,)),
-                            pod=by_key.get(item.pod),
-                            log_container=log.container,
-                        )
-                    )
-        return out
+        return [
+            RuleHit(finding=m.finding, pod=by_key.get(m.pod), log_container=m.container)
+            for m in matches
+            if only_claim
+            or message_names_claim(m.line, self.claim, ns)
+            or (not m.from_event and m.finding.phase is Phase.PUBLICATION)
+        ]
 
     def hits_for(self, phase: Phase) -> list[RuleHit]:
         return [h for h in self.hits() if h.finding.phase is phase]
@@ -598,6 +578,55 @@ class ClaimWalk:
                 "-o yaml) or rerun with read access to them",
             ),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentMatch:
+    """A rule hit on one line of a component log, before it is tied to any claim."""
+
+    finding: Finding
+    line: str
+    container: str
+    pod: str = ""
+    """``ns/name`` from the line's ``pod=`` field (kubelet lines), or ""."""
+    from_event: bool = False
+    """The line stands for an Event and matched an event rule."""
+
+
+def component_matches(
+    snapshot: Snapshot,
+    rulebook: Any,
+    match_events: Callable[..., Any],
+    match_logs: Callable[..., Any],
+) -> list[ComponentMatch]:
+    """Every rule hit in the snapshot's component logs: log rules on their lines, and
+    event rules on the lines that stand for an event (quoting the line as evidence)."""
+    from dradiag.analyses.component_events import line_events
+    from dradiag.analyses.error_chain import clip_middle
+
+    out: list[ComponentMatch] = []
+    for log in snapshot.component_logs():
+        lines = log.text.splitlines()
+        for hit in match_logs(rulebook, [log]):
+            line = lines[hit.line - 1] if hit.line and hit.line <= len(lines) else ""
+            out.append(ComponentMatch(hit.to_finding(), line, log.container))
+        for item in line_events(log):
+            evidence = Evidence(
+                source=EvidenceSource.LOG,
+                ref=f"log {log.source or log.component}:{item.line_number}",
+                excerpt=clip_middle(item.line.strip(), 600),
+            )
+            out += [
+                ComponentMatch(
+                    replace(hit.to_finding(), evidence=(evidence,)),
+                    item.line,
+                    log.container,
+                    pod=item.pod,
+                    from_event=True,
+                )
+                for hit in match_events(rulebook, [item.event])
+            ]
+    return out
 
 
 def pod_claim_names(walk: ClaimWalk, pod: K8sObject) -> list[str]:

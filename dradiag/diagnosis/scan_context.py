@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dradiag.analyses import plugin_health as ph
+from dradiag.diagnosis.context import ComponentMatch, component_matches
 from dradiag.snapshot.model import K8sObject, Snapshot, key_of, namespace_of
 from dradiag.vocabulary import Evidence, Finding
 
@@ -47,6 +48,7 @@ class ScanContext:
     _simulations: dict[bytes, tuple[str, Simulated | None]] = field(default_factory=dict)
     _selections: dict[tuple[str, bytes], tuple[str, list[Finding]]] = field(default_factory=dict)
     _doubly: frozenset[tuple[str, str, str]] | None = None
+    _component: list[ComponentMatch] | None = None
     known_issue_clean: set[str | None] = field(default_factory=set)
     """Nodes with no affected known-issue reading (``match_known_issues``' clean_nodes)."""
 
@@ -88,6 +90,17 @@ class ScanContext:
             )
             self._object_hits[node] = hits
         return hits
+
+    def component_matches(
+        self, match_events: Callable[..., Any], match_logs: Callable[..., Any]
+    ) -> list[ComponentMatch]:
+        """The rule hits of the component logs (``kubelet.log`` …), matched once per scan;
+        each claim keeps those about it."""
+        if self._component is None:
+            self._component = component_matches(
+                self.snapshot, self.rulebook, match_events, match_logs
+            )
+        return self._component
 
     def plugin_log_hits(self, node: str, match_logs: Callable[..., Any]) -> list[PluginLogHit]:
         """Log-rule findings in ``node``'s plugin logs, matched once per scan."""

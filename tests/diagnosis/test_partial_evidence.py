@@ -251,3 +251,19 @@ def test_a_gpu_published_whole_and_as_mig_without_counters_is_found(k8s) -> None
     tied["consumesCounters"] = [{"counterSet": "gpu-0-counter-set", "counters": {}}]
     dynamic = k8s.resource_slice(devices=[tied, _mig("gpu-0-mig-1g10gb-0-0", k8s.GPU_UUID, True)])
     assert double_published([dynamic]) == []
+
+
+def test_scan_ties_component_log_lines_as_claim_does(k8s) -> None:
+    # A scan matches the component logs once and hands each claim the lines about it.
+    from dradiag.diagnosis.build import scan
+
+    mine = k8s.claim(allocated=["gpu-0"], reserved_for=[("train-0", k8s.POD_UID)])
+    other = k8s.claim(name="other-gpu", uid="00000000-0000-4000-8000-000000000001")
+    snap = k8s.snapshot(
+        claims=[mine, other], pods=[k8s.pod(state="creating")], logs=[_kubelet_log(KUBELET_LINE)]
+    )
+    alone = diagnose_claim(snap, "ml", "train-gpu").verdict
+    rows = {d.target.name: d.verdict for d in scan(snap) if d.target.kind == "ResourceClaim"}
+    assert alone.phase is Phase.PREPARE
+    assert (rows["train-gpu"].phase, rows["train-gpu"].rule) == (alone.phase, alone.rule)
+    assert rows.get("other-gpu") is None or rows["other-gpu"].rule != alone.rule
