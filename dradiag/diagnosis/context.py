@@ -297,6 +297,15 @@ class ClaimWalk:
             self._crossings = crossings(self)
         return self._crossings
 
+    @property
+    def allocated(self) -> bool:
+        """The claim is allocated: by its ``status.allocation``, or, when its status was not
+        given, by later evidence (a kubelet prepare attempt, a started container). A
+        status that was given is the truth: old evidence does not overrule it."""
+        if self.allocation is not None:
+            return True
+        return not self.status_known and bool(self.allocation_proof())
+
     def allocation_proof(self) -> str:
         """Evidence that the claim is (or was) allocated, "" when there is none."""
         proof = self.crossings().get(Phase.ALLOCATION)

@@ -52,7 +52,7 @@ def phase_injection(walk: ClaimWalk, prepare: PhaseResult) -> PhaseResult:
     phase = Phase.INJECTION
     if prepare.status is PhaseStatus.BROKEN:
         return phase_result(walk.rulebook, phase, [], PhaseStatus.NOT_REACHED)
-    if (walk.allocation is not None or walk.allocation_proof()) and not walk.collected(Kind.POD):
+    if walk.allocated and not walk.collected(Kind.POD):
         return phase_result(
             walk.rulebook,
             phase,

@@ -48,9 +48,7 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
     # boundary (DESIGN §2). Only its failure evidence counts (no "stuck" inference: a
     # deleted pod waits on Unprepare, not Prepare).
     bound = [p for p in walk.bound_pods() if not pod_terminating(p) or not pod_started(p)]
-    allocated = walk.allocation is not None or (
-        not walk.status_known and bool(walk.allocation_proof())
-    )
+    allocated = walk.allocated
     # Evidence naming the claim about a pod the input does not hold (one kubelet event
     # pasted with the claim): the kubelet's word on Prepare still decides this phase.
     podless = [h for h in walk.hits_for(phase) if h.pod is None]

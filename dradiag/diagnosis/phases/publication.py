@@ -232,7 +232,7 @@ def phase_publication(walk: ClaimWalk) -> PhaseResult:
     # An allocation (or later evidence of one) proves the claim's devices were published
     # when it was allocated: slices missing *now* are a finding about the driver for the
     # later phases, never a publication break of this claim (DESIGN §2).
-    proven = walk.allocation is not None or bool(walk.allocation_proof())
+    proven = walk.allocated
     claim_pending = not proven
     # Whether a driver publishes anywhere: its slices on the claim's nodes answer that
     # without reading the driver's slices cluster-wide (5,000 nodes' worth).
