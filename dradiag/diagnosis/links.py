@@ -241,16 +241,15 @@ def _pods_named_before(
         if pod is not None:
             out.append(pod)
         at = claim_name.find(marker, at + 1)
-    if not out:
-        # The controller cut the base name at 57 characters: fall back to a prefix scan of
-        # the namespace's pods (rare, and bounded by the namespace).
-        out = (
-            [
-                p
-                for p in snapshot.pods
-                if namespace_of(p) == namespace and claim_name.startswith(name_of(p)[:20])
-            ]
-            if len(claim_name) > GENERATE_NAME_MAX
-            else []
-        )
+    if not out and len(claim_name) > GENERATE_NAME_MAX:
+        # The controller cut ``<pod>-<pod claim>`` at 57 characters, so the pod's name is
+        # at least that long less ``-<pod claim>`` and starts the claim's name that far.
+        # Rare; the namespace's pods are scanned for that prefix (``generated_for``
+        # then checks each exactly).
+        prefix = claim_name[: max(GENERATE_NAME_MAX - len(pod_claim) - 1, 1)]
+        out = [
+            p
+            for p in snapshot.pods
+            if namespace_of(p) == namespace and name_of(p).startswith(prefix)
+        ]
     return out

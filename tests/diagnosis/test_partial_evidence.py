@@ -267,3 +267,17 @@ def test_scan_ties_component_log_lines_as_claim_does(k8s) -> None:
     assert alone.phase is Phase.PREPARE
     assert (rows["train-gpu"].phase, rows["train-gpu"].rule) == (alone.phase, alone.rule)
     assert rows.get("other-gpu") is None or rows["other-gpu"].rule != alone.rule
+
+
+def test_a_generated_claim_of_a_long_pod_name_is_tied_through_the_cut_name(k8s) -> None:
+    # The controller cuts "<pod>-<pod claim>" at 57 characters before the random suffix.
+    pod_name = "a" * 60
+    pod = k8s.pod(name=pod_name, claim_name=None, template_name="gpu-template")
+    pod_claim = pod["spec"]["resourceClaims"][0]["name"]
+    claim = k8s.claim(name=f"{pod_name}-{pod_claim}"[:57] + "-x7k2p")
+    claim["metadata"]["annotations"] = {"resource.kubernetes.io/pod-claim-name": pod_claim}
+    snap = k8s.snapshot(claims=[claim], pods=[pod])
+    links = claim_links(snap, snap.claim("ml", claim["metadata"]["name"]))
+    assert [(p["metadata"]["name"], via) for p, via in links.pods] == [
+        (pod_name, "annotation resource.kubernetes.io/pod-claim-name and the generated name")
+    ]
