@@ -72,7 +72,7 @@ from dradiag.snapshot.model import (
     name_of,
     namespace_of,
 )
-from dradiag.vocabulary import PHASE_ORDER, Finding, PhaseStatus, Severity
+from dradiag.vocabulary import PHASE_ORDER, PhaseStatus, Severity
 
 logger = logging.getLogger(__name__)
 
@@ -139,13 +139,11 @@ def walk_claim(
     *,
     options: WalkOptions | None = None,
     pods: Sequence[K8sObject] | None = None,
-    selection_cache: dict[tuple[str, str], list[Finding]] | None = None,
     shared: ScanContext | None = None,
 ) -> Diagnosis:
     """Diagnose one claim object (real or synthesized) through the seven phases.
 
-    ``shared``: the scan's per-snapshot facts; its selection cache is used when
-    ``selection_cache`` is not given.
+    ``shared``: the scan's per-snapshot facts (its caches serve every walk of the scan).
     """
     synthesized = is_synthesized(claim)
     links = ClaimLinks() if synthesized else claim_links(snapshot, claim)
@@ -161,9 +159,7 @@ def walk_claim(
         pods=links.pod_objects(),
         rulebook=shared.rulebook if shared is not None else optional_rulebook(),
         synthesized=synthesized,
-        selection_cache=selection_cache
-        if selection_cache is not None or shared is None
-        else shared.selection_cache,
+        selection_cache=shared.selection_cache if shared is not None else None,
         links=links,
         shared=shared,
     )
