@@ -39,12 +39,15 @@ def walk_options(now: str | None, stuck_after: str) -> WalkOptions:
     return WalkOptions(now=parsed_now, stuck_after=threshold)
 
 
-def check_output(output: OutputFormat) -> None:
-    """``sarif`` belongs to selector-check; reject it here with a usage error."""
+def check_output(output: OutputFormat, *, tables: bool = False) -> None:
+    """``sarif`` belongs to selector-check, ``wide`` and ``name`` to table views
+    (``tables``); reject the others here with a usage error."""
     from dradiag.errors import UsageError
 
     if output is OutputFormat.SARIF:
         raise UsageError("-o sarif is only available for selector-check; use text, json or yaml")
+    if not tables and output in (OutputFormat.WIDE, OutputFormat.NAME):
+        raise UsageError(f"-o {output.value} is only for tables (scan); use text, json or yaml")
 
 
 def common_options(
@@ -108,12 +111,9 @@ def existing_names(
 
 def use_color(no_color: bool) -> bool:
     """Colour only on a TTY, never with ``--no-color`` or ``NO_COLOR`` (DESIGN §3)."""
-    import os
-    import sys
+    from dradiag.render.console import plain
 
-    if no_color or os.environ.get("NO_COLOR"):
-        return False
-    return sys.stdout.isatty()
+    return not plain(no_color)
 
 
 def exit_code_for(diagnoses: Iterable[Diagnosis], exit_zero: bool) -> int:

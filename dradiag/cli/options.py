@@ -21,6 +21,10 @@ class OutputFormat(StrEnum):
     JSON = "json"
     YAML = "yaml"
     SARIF = "sarif"
+    WIDE = "wide"
+    """The text table with every column, nothing folded (``scan``, ``inventory``)."""
+    NAME = "name"
+    """One ``NS/NAME`` line per row, as ``kubectl -o name`` (``scan``)."""
 
 
 FromPath = Annotated[

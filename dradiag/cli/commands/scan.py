@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
+from typing import Annotated
 
 import typer
 
@@ -27,6 +29,11 @@ from dradiag.cli.options import (
     Timeout,
 )
 
+NoHeaders = Annotated[
+    bool,
+    typer.Option("--no-headers", help="Text table without its header row and summary line."),
+]
+
 
 def scan(
     from_path: FromPath = None,
@@ -43,6 +50,7 @@ def scan(
     exit_zero: ExitZero = False,
     now: Now = None,
     stuck_after: StuckAfter = DEFAULT_STUCK_AFTER,
+    no_headers: NoHeaders = False,
 ) -> int:
     """Diagnose every claim that is not healthy, plus node-level publication problems.
 
@@ -56,6 +64,9 @@ def scan(
     crash-looping kubelet plugin, an incomplete or invalid pool), sorted by phase.
     Without -n, every namespace in the snapshot is scanned. Exit 0 nothing broken,
     1 something broken, 2 usage/input error, 3 runtime error, 4 inconclusive.
+
+    -o wide: every column, nothing folded. -o name: one line per row, NS/NAME for a
+    claim or pod (as `dradiag claim` and `dradiag pod` take it), NAME for a node.
     """
     from dradiag.cli.diagnosis_run import (
         check_output,
@@ -67,10 +78,10 @@ def scan(
     from dradiag.cli.inputs import Target
     from dradiag.diagnosis.build import scan as scan_snapshot
     from dradiag.errors import UsageError
-    from dradiag.render.text import render_scan
+    from dradiag.render.text import render_names, render_scan
     from dradiag.snapshot import coverage
 
-    check_output(output)
+    check_output(output, tables=True)
     if namespace and all_namespaces:
         raise UsageError("-n/--namespace and -A/--all-namespaces are mutually exclusive")
     options = walk_options(now, stuck_after)
@@ -98,8 +109,10 @@ def scan(
     return report(
         diagnoses_document(snapshot, diagnoses, unread),
         diagnoses,
-        render=render_scan,
-        output=output,
+        render=render_names
+        if output is OutputFormat.NAME
+        else partial(render_scan, wide=output is OutputFormat.WIDE, headers=not no_headers),
+        output=OutputFormat.TEXT if output in (OutputFormat.WIDE, OutputFormat.NAME) else output,
         no_color=no_color,
         exit_zero=exit_zero,
         inconclusive=bool(unread),
