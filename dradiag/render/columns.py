@@ -79,8 +79,8 @@ def fit(
     needs = [_need(c, t) for c, t in zip(columns, texts, strict=True)]
     if width is None:
         kept = tuple(range(len(columns)))
-        total = sum(n[1] for n in needs) + gap * (len(columns) - 1)
-        return Layout(kept=kept, widths=None, hidden=(), total=total)
+        natural = sum(n[1] for n in needs) + gap * (len(columns) - 1)
+        return Layout(kept=kept, widths=None, hidden=(), total=natural)
     kept_list = list(range(len(columns)))
 
     def total(indexes: Sequence[int]) -> int:

@@ -103,3 +103,19 @@ def box_for(console: Any) -> Any:
     from rich import box
 
     return None if console.no_color else box.SIMPLE_HEAD
+
+
+def print_hanging(console: Any, label: Any, body: Any, *, indent: int = 0) -> None:
+    """``label`` then ``body`` (rich Texts) on one line; on a terminal too narrow,
+    ``body`` folds at words under itself, not under ``label``. Plain: one line."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if console.no_color:
+        console.print(Text(" " * indent) + label + body)
+        return
+    grid = Table.grid(padding=0, pad_edge=False)
+    grid.add_column(width=indent + label.cell_len, no_wrap=True)
+    grid.add_column()
+    grid.add_row(Text(" " * indent) + label, body)
+    console.print(grid)

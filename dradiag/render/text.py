@@ -22,12 +22,11 @@ from typing import Any
 
 from rich.console import Console
 from rich.padding import Padding
-from rich.table import Table
 from rich.text import Text
 
 from dradiag.analyses.error_chain import clip_middle
 from dradiag.render.columns import Column, fitted_table, hidden_note, print_table
-from dradiag.render.console import strip_line_ends, terminal_width
+from dradiag.render.console import print_hanging, strip_line_ends, terminal_width
 
 MARKS: Mapping[str, tuple[str, str]] = {
     "ok": ("✓", "green"),
@@ -51,10 +50,11 @@ SCAN_COLUMNS = (
     Column("PHASE"),
     Column("STATUS", drop=1),
     Column("TARGET", fold="tokens"),
-    Column("RULE", drop=2),
-    Column("WHY", fold="words", drop=3),
+    Column("RULE", drop=3),
+    Column("WHY", fold="words", drop=2),
 )
-"""``scan``'s table; WHY gives way first, then RULE, then STATUS."""
+"""``scan``'s table. RULE gives way first (``dradiag claim`` shows it), then the WHY
+prose, then STATUS: a person reads the reason before the rule's handle."""
 
 
 def _console(buffer: io.StringIO, *, color: bool, width: int | None) -> Console:
@@ -110,7 +110,12 @@ def _pack(
             line.append_text(Text(sep) + atom)
             continue
         piece = atom[len(atom.plain) - len(atom.plain.lstrip()) :]
-        hang = next((h for h in hangs if h + piece.cell_len <= width), hangs[-1])
+        longest = max(len(word) for word in piece.plain.split())
+        hang = next(
+            (h for h in hangs if h + piece.cell_len <= width),
+            # Too long for one line anyway: the first indent its longest token fits after.
+            next((h for h in hangs if h + longest <= width), hangs[-1]),
+        )
         lines.append((hang, piece.copy()))
     # Padding, not leading spaces: a piece wider than the line folds under itself.
     for at, line in lines:
@@ -118,15 +123,7 @@ def _pack(
 
 
 def _hanging(console: Console, label: Text, body: Text, *, indent: int = 0) -> None:
-    """``label`` then ``body``; on a terminal, ``body`` folds under itself, not under ``label``."""
-    if _plain(console):
-        console.print(Text(" " * indent) + label + body)
-        return
-    grid = Table.grid(padding=0, pad_edge=False)
-    grid.add_column(width=indent + label.cell_len, no_wrap=True)
-    grid.add_column()
-    grid.add_row(Text(" " * indent) + label, body)
-    console.print(grid)
+    print_hanging(console, label, body, indent=indent)
 
 
 def _target_label(target: Mapping[str, Any]) -> str:
@@ -326,7 +323,7 @@ def render_scan(
             )
         )
     # Plain text is not wrapped at all. On a terminal the WHY prose folds first, the
-    # target at the space between its kind and its name; then WHY, RULE and STATUS give
+    # target at the space between its kind and its name; then RULE, WHY and STATUS give
     # way in that order, and a line says so: no identifier is ever split or cut.
     table, layout = fitted_table(console, SCAN_COLUMNS, rows, wide=wide, headers=headers)
     print_table(console, table, layout)

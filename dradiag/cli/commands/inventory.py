@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -39,49 +39,88 @@ FeatureGatesOption = Annotated[
 ]
 
 
-def _render_text(inventory: Inventory, no_color: bool) -> None:
-    from rich.table import Table
+NoHeaders = Annotated[
+    bool,
+    typer.Option("--no-headers", help="Text table without its header row and legend."),
+]
 
-    from dradiag.render.console import box_for, stdout_console
+LEGEND = (
+    ("ALLOC", "allocated to a claim (CLAIMS names them)"),
+    ("HELD", "not allocated, but an allocated partition of the same GPU uses its counters"),
+    ("FREE", "not allocated nor held: each could be allocated now, on its own"),
+    ("FITS", "how many more fit together, with the counters left"),
+)
+"""What the count columns mean; printed under the table."""
 
-    console = stdout_console(no_color)
-    table = Table(
-        "node",
-        "type",
-        "profile",
-        "product",
-        "published",
-        "allocated",
-        "free",
-        "fits",
-        "unhealthy",
-        "held by",
-    )
-    for node in inventory.nodes:
-        for g in node.groups:
-            table.add_row(
-                node.node,
-                g.type,
-                g.profile or "",
-                g.product or "",
-                str(g.published),
-                str(g.allocated),
-                str(g.free),
-                "" if g.fits is None else str(g.fits),
-                str(g.tainted) if g.tainted else "",
-                ", ".join(sorted(g.holders)[:3]) + (" …" if len(g.holders) > 3 else ""),
-            )
-    table.box = box_for(console)
-    console.print(table)
-    for node in inventory.nodes:
-        for bad in node.tainted:
-            console.print(
-                f"[red]unhealthy[/] {node.node} {bad['device']}: {', '.join(bad['taints'])}"
-            )
-    for p in inventory.problems:
-        console.print(
-            f"[yellow]pool {p['driver']}/{p['pool']} {p['kind']}[/]: {p['reason']}", markup=True
-        )
+
+def _render_text(inventory: Inventory, no_color: bool, *, wide: bool, headers: bool) -> None:
+    from rich.text import Text
+
+    from dradiag.render.columns import Column, fitted_table, hidden_note, print_table
+    from dradiag.render.console import write_drawn
+
+    groups = [(node.node, g) for node in inventory.nodes for g in node.groups]
+    columns = [
+        Column("NODE"),
+        Column("TYPE"),
+        Column("PROFILE"),
+        Column("PRODUCT", fold="words", drop=4),
+        Column("DEVICES", justify="right"),
+        Column("ALLOC", justify="right"),
+        Column("HELD", justify="right", drop=1),
+        Column("FREE", justify="right"),
+        Column("FITS", justify="right"),
+        Column("UNHEALTHY", justify="right", drop=2),
+        Column("CLAIMS", fold="tokens", drop=3),
+    ]
+    rows = [
+        [
+            node,
+            g.type,
+            g.profile or "",
+            g.product or "",
+            str(g.published),
+            str(g.allocated),
+            str(g.held) if g.held else "",
+            str(g.free),
+            "" if g.fits is None else str(g.fits),
+            str(g.tainted) if g.tainted else "",
+            ", ".join(sorted(g.holders)[:3]) + (" …" if len(g.holders) > 3 else ""),
+        ]
+        for node, g in groups
+    ]
+    # A column empty in every row says nothing: leave it out (not "hidden").
+    used = [
+        i for i, c in enumerate(columns) if c.header in ("NODE", "TYPE") or any(r[i] for r in rows)
+    ]
+    columns = [columns[i] for i in used]
+    rows = [[r[i] for i in used] for r in rows]
+
+    def draw(console: Any) -> None:
+        if rows:
+            table, layout = fitted_table(console, columns, rows, wide=wide, headers=headers)
+            print_table(console, table, layout)
+            if headers:
+                shown = {columns[i].header for i in layout.kept}
+                for name, meaning in LEGEND:
+                    if name in shown:
+                        console.print(Text(f"{name}: {meaning}", style="dim"))
+                note = hidden_note(layout, console.width)
+                if note is not None:
+                    console.print(note)
+        else:
+            console.print(Text("no devices published on these nodes"))
+        for node in inventory.nodes:
+            for bad in node.tainted:
+                line = Text("unhealthy", style="red")
+                line.append(f" {node.node} {bad['device']}: {', '.join(bad['taints'])}")
+                console.print(line)
+        for p in inventory.problems:
+            line = Text(f"pool {p['driver']}/{p['pool']} {p['kind']}", style="yellow")
+            line.append(f": {p['reason']}")
+            console.print(line)
+
+    write_drawn(no_color, draw)
 
 
 def inventory(
@@ -96,6 +135,7 @@ def inventory(
     as_groups: AsGroup = None,
     output: Output = OutputFormat.TEXT,
     no_color: NoColor = False,
+    no_headers: NoHeaders = False,
 ) -> int:
     """Devices per node, type and MIG profile: published, allocated (by whom), free, still fitting.
 
@@ -103,6 +143,10 @@ def inventory(
     Examples:
       dradiag inventory
       dradiag inventory --from bundle.tar.gz -o json
+
+    ALLOC: allocated to a claim. HELD: not allocated, but an allocated partition of the
+    same GPU uses its counters. FREE: neither. FITS (partitionable devices): how many
+    more fit together with the counters left. -o wide: every column, nothing folded.
     """
     from dradiag.analyses.allocation import FeatureGates
     from dradiag.analyses.inventory import build_inventory
@@ -112,8 +156,8 @@ def inventory(
     from dradiag.errors import UsageError
     from dradiag.snapshot import coverage
 
-    if output is OutputFormat.SARIF:
-        raise UsageError("inventory writes text, json or yaml")
+    if output in (OutputFormat.SARIF, OutputFormat.NAME):
+        raise UsageError("inventory writes text, wide, json or yaml")
     options = CommonOptions(
         from_path=from_path,
         kubeconfig=kubeconfig,
@@ -135,8 +179,8 @@ def inventory(
         logging.getLogger("dradiag.inventory").warning(
             "could not read: %s; the counts below are not the cluster's", coverage.describe(unread)
         )
-    if output is OutputFormat.TEXT:
-        _render_text(result, no_color)
+    if output in (OutputFormat.TEXT, OutputFormat.WIDE):
+        _render_text(result, no_color, wide=output is OutputFormat.WIDE, headers=not no_headers)
         if unread:
             from rich.console import Console
 

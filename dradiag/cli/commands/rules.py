@@ -64,12 +64,6 @@ def _parse_phase(value: str) -> Any:
         raise UsageError(f"unknown phase {value!r} (choose from: {choices})") from None
 
 
-def _console(no_color: bool) -> Any:
-    from dradiag.render.console import stdout_console
-
-    return stdout_console(no_color)
-
-
 _SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
 
 
@@ -99,21 +93,39 @@ def list_rules(
         doc = {"schemaVersion": "dradiag.rules/v1", "count": len(rows), "rules": rows}
         typer.echo(dump_document(doc, output), nl=False)
         return 0
-    from rich.table import Table
+    from rich.text import Text
 
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    for column in ("ID", "PHASE", "SEVERITY", "EVIDENCE", "TITLE"):
-        table.add_column(column, no_wrap=column != "TITLE")
-    for row in rows:
-        sev = row["severity"]
-        table.add_row(
+    from dradiag.render.columns import Column, fitted_table, hidden_note, print_table
+    from dradiag.render.console import write_drawn
+
+    # Titles fold as a block; EVIDENCE, then PHASE (the id names it too), then
+    # SEVERITY give way before a title would fold to a word a line.
+    columns = (
+        Column("ID"),
+        Column("PHASE", drop=2),
+        Column("SEVERITY", drop=1),
+        Column("EVIDENCE", fold="tokens", drop=3),
+        Column("TITLE", fold="words"),
+    )
+    cells = [
+        (
             row["id"],
             row["phase"],
-            f"[{_SEVERITY_STYLE[sev]}]{sev}[/]",
-            ",".join(row["evidence"]),
+            Text(row["severity"], style=_SEVERITY_STYLE[row["severity"]]),
+            ", ".join(row["evidence"]),
             row["title"],
         )
-    _console(no_color).print(table)
+        for row in rows
+    ]
+
+    def draw(console: Any) -> None:
+        table, layout = fitted_table(console, columns, cells)
+        print_table(console, table, layout)
+        note = hidden_note(layout, console.width, wide_flag=False)
+        if note is not None:
+            console.print(note)
+
+    write_drawn(no_color, draw)
     return 0
 
 
