@@ -175,6 +175,6 @@ def hidden_note(layout: Layout, width: int, *, wide_flag: bool = True) -> Text |
     if not layout.hidden:
         return None
     names = ", ".join(layout.hidden)
-    how = "-o wide shows all" if wide_flag else "a wider terminal or a pipe shows all"
+    how = "-o wide shows all" if wide_flag else "piped output shows all"
     noun = "column" if len(layout.hidden) == 1 else "columns"
     return Text(f"({noun} {names} hidden at {width} columns; {how})", style="dim")

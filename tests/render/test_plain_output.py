@@ -15,6 +15,7 @@ from dradiag.cli.app import run
 from dradiag.render.text import render_diagnoses, render_scan
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "fixtures" / "scenarios"
+SAMPLES = Path(__file__).resolve().parents[2] / "dradiag" / "samples"
 BOXES = set("─━│┃┄┅╭╮╰╯┏┓┗┛┌┐└┘├┤┬┴┼═║╔╗╚╝")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MIXED = (
@@ -144,9 +145,22 @@ def test_piped_cli_output_is_plain(capsys):
         ["scan", "--from", str(SCENARIOS / MIXED[0])],
         ["claim", "--from", str(SCENARIOS / MIXED[1]), "ml/bench-gpu"],
         ["inventory", "--from", str(SCENARIOS / MIXED[1])],
+        ["inventory", "--from", str(SAMPLES / "dynamic-mig-counters-exhausted")],
+        ["scan", "--from", str(SAMPLES / "mig-create-failed-at-prepare"), "-o", "wide"],
+        [
+            "simulate",
+            "--node",
+            "h100-node-b",
+            "--claim",
+            "ml/notebook-ana-mig",
+            "--from",
+            str(SAMPLES / "dynamic-mig-counters-exhausted"),
+        ],
         ["rules", "list"],
     ):
         run(argv)
         out = capsys.readouterr().out
         assert out.strip() and not set(out) & BOXES, argv
         assert "\x1b[" not in out
+        # Not wrapped and not padded: no line is longer than its content.
+        assert all(line == line.rstrip() for line in out.splitlines()), argv
