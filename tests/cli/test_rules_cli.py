@@ -156,6 +156,6 @@ def test_list_on_a_narrow_terminal_folds_titles_as_blocks(width, capsys):
     assert any(len(b) > 1 for b in blocks)  # titles do fold here
     column = width - title_at
     for block in blocks:  # as a block: a line holds one word only when two would not fit
-        for part, after in zip(block, block[1:]):
+        for part, after in zip(block, block[1:], strict=False):
             if len(part.split()) == 1:
                 assert len(part.strip()) + 1 + len(after.split()[0]) > column, block
