@@ -96,3 +96,29 @@ def test_text_view_matches_golden(
         path.write_text(text)
     assert path.exists(), f"no golden file {path.name}; run with DRADIAG_UPDATE_GOLDEN=1"
     assert text == path.read_text(), f"{path.name} differs; DRADIAG_UPDATE_GOLDEN=1 rewrites it"
+
+
+NOTE = re.compile(r"^\(columns? .* hidden at \d+ columns; .*\)$")
+
+
+@pytest.mark.parametrize(
+    ("name", "width"),
+    [
+        pytest.param(name, int(mode), id=f"{name}.{mode}")
+        for name, _argv, modes in _cases()
+        if "plain" in modes
+        for mode in modes
+        if mode != "plain"
+    ],
+)
+def test_terminal_view_splits_no_word_of_the_plain_view(name: str, width: int) -> None:
+    """Folding moves whole words: each word on the terminal is a word of the plain view,
+    unless the plain word is wider than the terminal itself (nothing can keep that whole)."""
+    plain = (GOLDEN / f"{name}.plain.txt").read_text().split()
+    lines = (GOLDEN / f"{name}.{width}.txt").read_text().splitlines()
+    words = {w for line in lines if not NOTE.match(line.strip()) for w in line.split()}
+    too_wide = [w for w in plain if len(w) > width - 6]
+    for word in words - set(plain):
+        if set(word) <= set("─│|"):
+            continue
+        assert any(word in w for w in too_wide), f"{name} at {width}: {word!r} was split"
