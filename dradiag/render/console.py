@@ -107,12 +107,18 @@ def box_for(console: Any) -> Any:
 
 def print_hanging(console: Any, label: Any, body: Any, *, indent: int = 0) -> None:
     """``label`` then ``body`` (rich Texts) on one line; on a terminal too narrow,
-    ``body`` folds at words under itself, not under ``label``. Plain: one line."""
+    ``body`` folds at words under itself, not under ``label`` (unless one of its words
+    is too long for that). Plain: one line."""
     from rich.table import Table
     from rich.text import Text
 
-    if console.no_color:
-        console.print(Text(" " * indent) + label + body)
+    longest = max((len(word) for word in body.plain.split()), default=0)
+    if console.no_color or indent + label.cell_len + longest > console.width:
+        # Plain, or a word of body is too long to fold under itself: the grid would cut
+        # it, so it folds at words under the indent instead.
+        from rich.padding import Padding
+
+        console.print(Padding(label + body, (0, 0, 0, indent), expand=False))
         return
     grid = Table.grid(padding=0, pad_edge=False)
     grid.add_column(width=indent + label.cell_len, no_wrap=True)

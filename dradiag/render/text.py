@@ -92,18 +92,21 @@ def _pack(
     indent: int,
     hangs: Sequence[int],
     sep: str = "  ",
+    label: Text | None = None,
 ) -> None:
-    """Print ``atoms`` (each a label with its identifier) on one line, or on a terminal
-    too narrow for that, one line per run of atoms that fits, so no identifier is parted
-    from its label. A continuation starts at the first of ``hangs`` it fits after."""
+    """Print ``label`` and ``atoms`` (each an identifier with its own label) on one line,
+    or on a terminal too narrow for that, one line per run of atoms that fits, so no
+    identifier is parted from its label. A continuation starts at the first of ``hangs``
+    it fits after; a first atom too long for its line folds under itself, not ``label``."""
     atoms = [a for a in atoms if a.plain]
     if not atoms:
         return
+    head = label or Text()
     if _plain(console):
-        console.print(Text(" " * indent) + Text(sep).join(atoms))
+        console.print(Text(" " * indent) + head + Text(sep).join(atoms))
         return
     width = console.width
-    lines: list[tuple[int, Text]] = [(indent, atoms[0].copy())]
+    lines: list[tuple[int, Text]] = [(indent + head.cell_len, atoms[0].copy())]
     for atom in atoms[1:]:
         at, line = lines[-1]
         if at + line.cell_len + len(sep) + atom.cell_len <= width:
@@ -117,8 +120,9 @@ def _pack(
             next((h for h in hangs if h + longest <= width), hangs[-1]),
         )
         lines.append((hang, piece.copy()))
+    print_hanging(console, head, lines[0][1], indent=indent)
     # Padding, not leading spaces: a piece wider than the line folds under itself.
-    for at, line in lines:
+    for at, line in lines[1:]:
         console.print(Padding(line, (0, 0, 0, at), expand=False))
 
 
@@ -152,8 +156,8 @@ def _draw_finding(console: Console, finding: Mapping[str, Any]) -> None:
     identifiers = finding.get("identifiers") or ()
     if identifiers:
         atoms = [Text(f"{i.get('layer')} {i.get('value')}") for i in identifiers]
-        atoms[0] = Text("identifiers: ", style="cyan") + atoms[0]
-        _pack(console, atoms, indent=8, hangs=(21, 10), sep="; ")
+        label = Text("identifiers: ", style="cyan")
+        _pack(console, atoms, indent=8, hangs=(21, 10), sep="; ", label=label)
     nexts = finding.get("next") or ()
     if nexts and severity != "info":
         nxt = Text("next: ", style="cyan")
@@ -178,8 +182,7 @@ def _draw_diagnosis(console: Console, doc: Mapping[str, Any]) -> None:
     _pack(console, info, indent=2, hangs=(4,))
     if target.get("pods"):
         pods = [Text(f"{p},") for p in target["pods"][:-1]] + [Text(str(target["pods"][-1]))]
-        pods[0] = Text("pods: ") + pods[0]
-        _pack(console, pods, indent=2, hangs=(8, 4), sep=" ")
+        _pack(console, pods, indent=2, hangs=(8, 4), sep=" ", label=Text("pods: "))
     links = [
         Text(f"{link.get('object')} via {link.get('via')}", style="dim")
         for link in target.get("links") or ()
@@ -187,10 +190,10 @@ def _draw_diagnosis(console: Console, doc: Mapping[str, Any]) -> None:
     ]
     if links:
         links = [Text(f"{t.plain};", style="dim") for t in links[:-1]] + links[-1:]
-        links[0] = Text("tied by: ", style="dim") + links[0]
-        _pack(console, links, indent=2, hangs=(11, 4), sep=" ")
+        label = Text("tied by: ", style="dim")
+        _pack(console, links, indent=2, hangs=(11, 4), sep=" ", label=label)
     source = doc.get("source") or {}
-    src = [Text(f"source: {source.get('kind')}", style="dim")]
+    src = [Text(f"{source.get('kind')}", style="dim")]
     if source.get("location"):
         src[0].append(f" {source['location']}")
     if source.get("context"):
@@ -198,7 +201,7 @@ def _draw_diagnosis(console: Console, doc: Mapping[str, Any]) -> None:
     if source.get("collectedAt"):
         src[-1].append(",")
         src.append(Text(f"collected {source['collectedAt']}", style="dim"))
-    _pack(console, src, indent=2, hangs=(10, 4), sep=" ")
+    _pack(console, src, indent=2, hangs=(10, 4), sep=" ", label=Text("source: ", style="dim"))
     console.print()
     phases = doc.get("phases") or ()
     for index, phase in enumerate(phases):
