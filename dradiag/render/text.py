@@ -190,8 +190,8 @@ def _draw_diagnosis(console: Console, doc: Mapping[str, Any]) -> None:
     ]
     if links:
         links = [Text(f"{t.plain};", style="dim") for t in links[:-1]] + links[-1:]
-        label = Text("tied by: ", style="dim")
-        _pack(console, links, indent=2, hangs=(11, 4), sep=" ", label=label)
+        tied = Text("tied by: ", style="dim")
+        _pack(console, links, indent=2, hangs=(11, 4), sep=" ", label=tied)
     source = doc.get("source") or {}
     src = [Text(f"{source.get('kind')}", style="dim")]
     if source.get("location"):
