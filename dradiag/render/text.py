@@ -301,6 +301,9 @@ def render_scan(
     unread: Sequence[Mapping[str, Any]] = (doc.get("collection") or {}).get("unread") or ()
     gaps = "; ".join(f"{u.get('kind')} ({u.get('reason') or u.get('coverage')})" for u in unread)
     if not items:
+        if not headers:
+            # --no-headers is for scripts: no rows is no output (stderr has any warning).
+            return _finish(buffer)
         if unread:
             console.print(
                 Text(
@@ -339,7 +342,7 @@ def render_scan(
         note = hidden_note(layout, console.width)
         if note is not None:
             console.print(note)
-    if unread:
+    if unread and headers:
         console.print(Text(f"could not read {gaps}: the list may be incomplete", style="yellow"))
     return _finish(buffer)
 

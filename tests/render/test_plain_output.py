@@ -164,3 +164,9 @@ def test_piped_cli_output_is_plain(capsys):
         assert "\x1b[" not in out
         # Not wrapped and not padded: no line is longer than its content.
         assert all(line == line.rstrip() for line in out.splitlines()), argv
+
+
+def test_scan_without_headers_and_without_rows_prints_nothing():
+    empty = {"items": [], "collection": {"unread": [{"kind": "ResourceClaim", "reason": "x"}]}}
+    assert render_scan(empty, headers=False) == ""
+    assert render_scan(empty).startswith("inconclusive: nothing unhealthy")

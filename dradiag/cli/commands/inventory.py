@@ -181,12 +181,14 @@ def inventory(
         )
     if output in (OutputFormat.TEXT, OutputFormat.WIDE):
         _render_text(result, no_color, wide=output is OutputFormat.WIDE, headers=not no_headers)
-        if unread:
-            from rich.console import Console
+        if unread and not no_headers:
+            from rich.text import Text
 
-            Console(no_color=no_color, highlight=False, soft_wrap=True).print(
-                f"[yellow]inconclusive[/]: could not read {coverage.describe(unread)}"
-            )
+            from dradiag.render.console import write_drawn
+
+            line = Text("inconclusive", style="yellow")
+            line.append(f": could not read {coverage.describe(unread)}")
+            write_drawn(no_color, lambda console: console.print(line))
     else:
         from dradiag.render.document import collection_of, dump_document
 
