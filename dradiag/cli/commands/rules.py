@@ -47,6 +47,8 @@ def _check_output(output: OutputFormat) -> None:
 
     if output is OutputFormat.SARIF:
         raise UsageError("--output sarif is only for selector-check; use text, json or yaml")
+    if output in (OutputFormat.WIDE, OutputFormat.NAME):
+        raise UsageError(f"--output {output.value} is not for rules; use text, json or yaml")
 
 
 def _parse_phase(value: str) -> Any:
