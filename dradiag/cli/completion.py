@@ -14,8 +14,9 @@ Two protocols, one set of candidates:
   its own, as for ``--from PATH``.
 
 Claim, pod and node names come from ``--from`` when given, else from the live cluster:
-one capped list of names (metadata only) with a short time limit, and nothing at all on
-any failure. The callbacks here never raise: a TAB press must never print an error.
+one capped list of names (metadata only, ``sources.live_names``; discovery's ``/version``
+and ``/apis`` before it pick the served version) with a short time limit, and nothing at
+all on any failure. The callbacks here never raise: a TAB press must never print an error.
 """
 
 from __future__ import annotations

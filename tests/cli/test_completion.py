@@ -91,6 +91,25 @@ def test_live_names_come_from_one_list_of_the_cluster(kube_api, kubeconfig, monk
     assert reads and all(r.method == "GET" for r in kube_api.requests)
 
 
+def test_a_slow_or_refusing_cluster_completes_nothing_quickly(
+    kube_api, kubeconfig, monkeypatch, capsys
+):
+    import time
+
+    from dradiag.cli.completion import LIVE_TIMEOUT
+
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    kube_api.add_fault(r"/resourceclaims", status=0, delay=LIVE_TIMEOUT + 5)
+    started = time.monotonic()
+    assert complete(monkeypatch, capsys, "dradiag claim ") == []
+    assert time.monotonic() - started < LIVE_TIMEOUT + 3
+    # Refused across namespaces: the names of the context's namespace, as kubectl would list.
+    kube_api.add_fault(r"^/api/v1/pods\?", status=403)
+    assert complete(monkeypatch, capsys, "dradiag pod ") == ["default/web-5d8f7"]
+    kube_api.add_fault(r"/pods\?", status=403)  # refused there too: nothing, and no error
+    assert complete(monkeypatch, capsys, "dradiag pod ") == []
+
+
 def test_kubectl_plugin_completion_protocol(capsys):
     from dradiag.cli.completion import kubectl_complete
 
