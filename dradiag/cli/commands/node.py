@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dradiag.cli.completion import node_names
 from dradiag.cli.options import (
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -41,7 +42,10 @@ logger = logging.getLogger(__name__)
 NodeName = Annotated[
     str | None,
     typer.Option(
-        "--node", metavar="NAME", help="The node's name (default: $NODE_NAME, else the hostname)."
+        "--node",
+        metavar="NAME",
+        help="The node's name (default: $NODE_NAME, else the hostname).",
+        autocompletion=node_names,
     ),
 ]
 CdiDir = Annotated[

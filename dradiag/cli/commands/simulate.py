@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dradiag.cli.completion import claim_names, node_names, pod_names
 from dradiag.cli.options import (
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -26,13 +27,19 @@ if TYPE_CHECKING:
     from dradiag.analyses.allocation import Simulation
     from dradiag.snapshot.model import K8sObject, Snapshot
 
-NodeOption = Annotated[str, typer.Option("--node", metavar="NODE", help="The node to allocate on.")]
+NodeOption = Annotated[
+    str,
+    typer.Option(
+        "--node", metavar="NODE", help="The node to allocate on.", autocompletion=node_names
+    ),
+]
 ClaimOption = Annotated[
     list[str] | None,
     typer.Option(
         "--claim",
         metavar="NS/NAME",
         help="A ResourceClaim from the snapshot; repeat for several (allocated together, in order).",
+        autocompletion=claim_names,
     ),
 ]
 ClaimFileOption = Annotated[
@@ -46,7 +53,12 @@ ClaimFileOption = Annotated[
 ]
 PodOption = Annotated[
     str | None,
-    typer.Option("--pod", metavar="NS/NAME", help="Take this pod's claims (incl. template ones)."),
+    typer.Option(
+        "--pod",
+        metavar="NS/NAME",
+        help="Take this pod's claims (incl. template ones).",
+        autocompletion=pod_names,
+    ),
 ]
 FeatureGatesOption = Annotated[
     str | None,
