@@ -197,6 +197,9 @@ def run(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
             return ExitCode.OK
         format_message = getattr(exc, "format_message", None)
         message = format_message() if callable(format_message) else str(exc)
+        # Typer validates through pydantic, which prefixes a parser's ValueError with
+        # "Value error, "; click's own wording is "Invalid value for '-o': <reason>".
+        message = message.replace(": Value error, ", ": ")
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         _error(message + hint)
         return ExitCode.USAGE

@@ -112,8 +112,6 @@ def inventory(
     from dradiag.errors import UsageError
     from dradiag.snapshot import coverage
 
-    if output is OutputFormat.SARIF:
-        raise UsageError("inventory writes text, json or yaml")
     options = CommonOptions(
         from_path=from_path,
         kubeconfig=kubeconfig,

@@ -32,6 +32,7 @@ from dradiag.cli.options import (
     OutputFormat,
     RequestTimeout,
     Timeout,
+    output_option,
 )
 
 Files = Annotated[
@@ -62,20 +63,17 @@ Nodes = Annotated[
     list[str] | None,
     typer.Option("--node", metavar="NODE", help="Only devices visible from NODE (repeatable)."),
 ]
-Now = Annotated[
+Free = Annotated[
     bool,
     typer.Option(
-        "--now",
+        "--free",
         help="Also account for current allocations (allocation simulator): how many matching "
         "devices are free now.",
     ),
 ]
-SelectorOutput = Annotated[
-    OutputFormat,
-    typer.Option(
-        "-o", "--output", case_sensitive=False, help="Output format: text, json, yaml or sarif."
-    ),
-]
+SelectorOutput = output_option(
+    OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.YAML, OutputFormat.SARIF
+)
 
 
 def selector_check(
@@ -85,7 +83,7 @@ def selector_check(
     from_path: FromPath = None,
     slices: Slices = None,
     node: Nodes = None,
-    now: Now = False,
+    free: Free = False,
     kubeconfig: Kubeconfig = None,
     context: Context = None,
     namespace: Namespace = None,
@@ -142,7 +140,7 @@ def selector_check(
     else:
         snapshot = obtain_device_snapshot(options, node)
         manifests = load_checked_manifests(files, snapshot, namespace=namespace or "default")
-        check = check_manifests(snapshot, manifests, nodes=node, now=now)
+        check = check_manifests(snapshot, manifests, nodes=node, now=free)
         doc = manifests_document(snapshot, check)
         broken = any(f["severity"] == "error" for f in doc["findings"])
     from dradiag.render.document import collection_of
