@@ -62,6 +62,8 @@ def scan_cluster(directory: Path) -> Path:
         ),
         app="trainer",
     )
+    crashing = k8s.plugin_pod("gpu-node-2", gpus_state="crashloop", restarts=12)
+    crashing["metadata"]["name"] += "-node2"  # one name per pod, as an API server has it
     return k8s.write_input(
         directory,
         objects={
@@ -72,7 +74,7 @@ def scan_cluster(directory: Path) -> Path:
                 *healthy["pods"],
                 pending_pod,
                 waiting_pod,
-                k8s.plugin_pod("gpu-node-2", gpus_state="crashloop", restarts=12),
+                crashing,
             ],
         },
     )

@@ -88,5 +88,9 @@ def describe_seconds(seconds: float) -> str:
         return f"{seconds:g}s"
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
-    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
+    parts = [
+        f"{hours}h" if hours else "",
+        f"{minutes}m" if minutes else "",
+        f"{secs}s" if secs else "",
+    ]
     return "".join(parts) or "0s"

@@ -64,7 +64,8 @@ RequestTimeout = Annotated[
 
 
 def output_option(*formats: OutputFormat) -> Any:
-    """The ``-o/--output`` option of a command that writes exactly ``formats``.
+    """The ``-o/--output`` option of a command that writes exactly ``formats``, for
+    ``Annotated[OutputFormat, output_option(...)]``.
 
     Each command offers only what it can write (``claim``: text, json, yaml; ``scan``:
     also sarif), its help lists exactly those, and any other value is click's usual
@@ -86,20 +87,19 @@ def output_option(*formats: OutputFormat) -> Any:
         return [n for n in names if n.startswith(incomplete)]
 
     listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
-    return Annotated[
-        OutputFormat,
-        typer.Option(
-            "-o",
-            "--output",
-            metavar="|".join(names),
-            parser=parse,
-            autocompletion=complete,
-            help=f"Output format: {listed}.",
-        ),
-    ]
+    return typer.Option(
+        "-o",
+        "--output",
+        metavar="|".join(names),
+        parser=parse,
+        autocompletion=complete,
+        help=f"Output format: {listed}.",
+    )
 
 
-Output = output_option(OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.YAML)
+Output = Annotated[
+    OutputFormat, output_option(OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.YAML)
+]
 """``-o`` for the commands that write text, json or yaml (DESIGN §3)."""
 NoColor = Annotated[
     bool,

@@ -45,7 +45,7 @@ def cluster(tmp_path: Path) -> Path:
 def test_json_is_schema_valid_and_filtered(
     cluster: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run(["inventory", "--from", str(cluster), "-n", "node-h", "-o", "json"]) == 0
+    assert run(["inventory", "--from", str(cluster), "--node", "node-h", "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     doc_schemas.validate(doc, "inventory")
     assert [n["node"] for n in doc["nodes"]] == ["node-h"]
@@ -60,3 +60,9 @@ def test_text_table(cluster: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["inventory", "--from", str(cluster), "--no-color"]) == 0
     out = capsys.readouterr().out
     assert "1g.5gb" in out and "node-a" in out and "team/big" in out
+
+
+def test_n_is_never_node(cluster: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """-n means namespace everywhere; inventory (devices, no namespace) has no -n."""
+    assert run(["inventory", "--from", str(cluster), "-n", "node-h"]) == 2
+    assert "No such option: -n" in capsys.readouterr().err

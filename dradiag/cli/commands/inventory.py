@@ -27,7 +27,12 @@ if TYPE_CHECKING:
 
 NodeFilter = Annotated[
     list[str] | None,
-    typer.Option("-n", "--node", metavar="NODE", help="Only this node (repeatable)."),
+    typer.Option(
+        "--node",
+        metavar="NODE",
+        help="Only this node (repeatable). Long form only: -n means namespace everywhere, "
+        "and devices belong to no namespace, so inventory takes no -n.",
+    ),
 ]
 FeatureGatesOption = Annotated[
     str | None,
@@ -101,7 +106,7 @@ def inventory(
 
     \b
     Examples:
-      dradiag inventory
+      dradiag inventory --node gpu-node-1
       dradiag inventory --from bundle.tar.gz -o json
     """
     from dradiag.analyses.allocation import FeatureGates
@@ -109,7 +114,6 @@ def inventory(
     from dradiag.cli.exit_codes import ExitCode
     from dradiag.cli.inputs import Target, obtain_snapshot
     from dradiag.cli.options import CommonOptions
-    from dradiag.errors import UsageError
     from dradiag.snapshot import coverage
 
     options = CommonOptions(

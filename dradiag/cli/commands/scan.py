@@ -7,7 +7,6 @@ Narrowing (selectors, node, phase, rule, severity) and silences are
 from __future__ import annotations
 
 import logging
-
 from typing import Annotated
 
 import typer
@@ -33,9 +32,10 @@ from dradiag.cli.options import (
     output_option,
 )
 
-ScanOutput = output_option(
-    OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.YAML, OutputFormat.SARIF
-)
+ScanOutput = Annotated[
+    OutputFormat,
+    output_option(OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.YAML, OutputFormat.SARIF),
+]
 Selector = Annotated[
     str | None,
     typer.Option(
@@ -188,8 +188,12 @@ def scan(
         rules=tuple(rule or ()),
         min_severity=Severity(min_severity) if min_severity else None,
     )
-    silence_file = silence or (DEFAULT_SILENCE_FILE if os.path.isfile(DEFAULT_SILENCE_FILE) else None)
-    silences = tuple(Silence(**entry) for entry in load_silences(silence_file)) if silence_file else ()
+    silence_file = silence or (
+        DEFAULT_SILENCE_FILE if os.path.isfile(DEFAULT_SILENCE_FILE) else None
+    )
+    silences = (
+        tuple(Silence(**entry) for entry in load_silences(silence_file)) if silence_file else ()
+    )
     if silence_file and not silence:
         logging.getLogger("dradiag.scan").info("silences read from %s", silence_file)
     snapshot = read_snapshot(

@@ -71,9 +71,10 @@ Free = Annotated[
         "devices are free now.",
     ),
 ]
-SelectorOutput = output_option(
-    OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.YAML, OutputFormat.SARIF
-)
+SelectorOutput = Annotated[
+    OutputFormat,
+    output_option(OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.YAML, OutputFormat.SARIF),
+]
 
 
 def selector_check(
