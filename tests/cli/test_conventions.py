@@ -115,3 +115,26 @@ def test_durations_show_readable_defaults(capsys) -> None:
     # click's form for a described default: in parentheses.
     assert "--request-timeout DURATION" in out and "[default: (10s)]" in out
     assert "--stuck-after DURATION" in out and "[default: (5m)]" in out
+
+
+@pytest.mark.parametrize("path", [p for p, _ in _walk()], ids=" ".join)
+def test_help_metavars_are_readable(path, capsys) -> None:
+    """Usage lines as click/kubectl write them (NS/NAME, [FILE...]); no typer type tags
+    (<str>, <list[str]>, <float>) beside a metavar."""
+    capsys.readouterr()
+    assert run([*path, "--help"]) == ExitCode.OK
+    out = capsys.readouterr().out
+    usage = out.splitlines()[0]
+    assert usage.startswith(f"Usage: dradiag {' '.join(path)} [OPTIONS]")
+    assert "{" not in usage
+    for tag in ("<str>", "<list[", "<float>", "<int>", "<bool>"):
+        assert tag not in out, (path, tag)
+
+
+@pytest.mark.parametrize("flag", [["-l", "app=x"], ["--field-selector", "metadata.name=x"], ["-A"]])
+@pytest.mark.parametrize("command", ["claim", "pod"])
+def test_named_object_commands_take_no_selector_or_all_namespaces(command, flag, capsys) -> None:
+    """kubectl refuses a name with a selector; a named object is in one namespace."""
+    capsys.readouterr()
+    assert run([command, "ml/x", *flag]) == ExitCode.USAGE
+    assert "No such option" in capsys.readouterr().err
