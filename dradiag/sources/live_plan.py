@@ -960,9 +960,17 @@ def collect_cluster(
     c.run(reads)
 
 
+def _waiting_on(names: frozenset[str]) -> Callable[[K8sObject], bool]:
+    """A pod-list filter: pods that use any of the claims ``names``."""
+    return lambda pod: bool(pod_claim_names(pod) & names)
+
+
 def _complete_selected(c: Collector) -> None:
     """After selected lists: the claims the selected pods use and the pods the selected
-    claims are reserved for, by name, so no kept row is judged on half its objects."""
+    claims are reserved for, by name, so no kept row is judged on half its objects;
+    then, for claims no pod holds, the pods waiting on them (one filtered list per
+    namespace), and, while any claim is unallocated, the devices other claims hold
+    (every allocated claim): what the offline scan sees of the same rows."""
     claims = {(namespace_of(cl), name_of(cl)) for cl in c.all(Kind.RESOURCE_CLAIM)}
     pods = {(namespace_of(p), name_of(p)) for p in c.all(Kind.POD)}
     wanted_claims = sorted(
@@ -983,6 +991,27 @@ def _complete_selected(c: Collector) -> None:
         for ns, n in wanted_claims
     ]
     reads += [c.get(Kind.POD, ns, n, scope="pods of the selected claims") for ns, n in wanted_pods]
+    if reads:
+        c.run(reads)
+    unheld: dict[str, set[str]] = {}
+    for cl in c.all(Kind.RESOURCE_CLAIM):
+        if not claim_pod_names(cl):
+            unheld.setdefault(namespace_of(cl), set()).add(name_of(cl))
+    reads = [
+        c.list(
+            Kind.POD,
+            namespace=ns,
+            scope=f"pods waiting on the selected claims in namespace {ns}",
+            keep=_waiting_on(frozenset(names)),
+        )
+        for ns, names in sorted(unheld.items())
+    ]
+    if any(not is_allocated(cl) for cl in c.all(Kind.RESOURCE_CLAIM)) or wanted_claims:
+        reads.append(
+            c.list(
+                Kind.RESOURCE_CLAIM, scope="allocated claims in all namespaces", keep=is_allocated
+            )
+        )
     if reads:
         c.run(reads)
 
