@@ -77,20 +77,3 @@ def parse_seconds(text: str) -> float:
         return parse_go_duration(value)
     except ValueError:
         raise ValueError(INVALID_TIMEOUT) from None
-
-
-def describe_seconds(seconds: float) -> str:
-    """``90`` → ``1m30s``; ``inf`` → ``none``: a duration as the help and messages show it."""
-    if math.isinf(seconds):
-        return "none"
-    whole = int(seconds)
-    if whole != seconds:
-        return f"{seconds:g}s"
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [
-        f"{hours}h" if hours else "",
-        f"{minutes}m" if minutes else "",
-        f"{secs}s" if secs else "",
-    ]
-    return "".join(parts) or "0s"

@@ -53,13 +53,17 @@ class ScanScope:
         """True when ``-l`` or ``--field-selector`` was given."""
         return bool(self.labels) or bool(self.fields)
 
-    def wants_finding(self, finding: Finding) -> bool:
-        """Whether ``finding`` passes ``--rule`` and ``--min-severity``."""
-        if self.rules and not any(_glob(finding.rule, g) for g in self.rules):
+    def wants(self, rule: str, severity: Severity) -> bool:
+        """Whether a finding of ``rule`` at ``severity`` passes ``--rule``/``--min-severity``."""
+        if self.rules and not any(_glob(rule, g) for g in self.rules):
             return False
         if self.min_severity is not None:
-            return SEVERITY_RANK[finding.severity] >= SEVERITY_RANK[self.min_severity]
+            return SEVERITY_RANK[severity] >= SEVERITY_RANK[self.min_severity]
         return True
+
+    def wants_finding(self, finding: Finding) -> bool:
+        """Whether ``finding`` passes ``--rule`` and ``--min-severity``."""
+        return self.wants(finding.rule, finding.severity)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,8 +236,3 @@ def select_rows(
         else:
             kept.append(row)
     return ScanSelection(rows=tuple(kept), silenced=tuple(silenced), filtered_out=dropped)
-
-
-def selected_findings(row: Diagnosis, scope: ScanScope) -> list[Finding]:
-    """The findings of ``row`` that ``--rule``/``--min-severity`` ask for (all without them)."""
-    return [f for phase in row.phases for f in phase.findings if scope.wants_finding(f)]

@@ -7,7 +7,8 @@ Narrowing (selectors, node, phase, rule, severity) and silences are
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -31,6 +32,10 @@ from dradiag.cli.options import (
     Timeout,
     output_option,
 )
+
+if TYPE_CHECKING:
+    from dradiag.diagnosis.model import Diagnosis
+    from dradiag.diagnosis.scan_scope import ScanScope
 
 ScanOutput = Annotated[
     OutputFormat,
@@ -239,21 +244,19 @@ def scan(
     )
 
 
-def _render_text(doc: dict[str, object], *, color: bool, silence_file: str | None) -> str:
+def _render_text(doc: Mapping[str, Any], *, color: bool, silence_file: str | None) -> str:
     """The scan table, then the counts per phase and what was silenced."""
-    from typing import Any, cast
-
     from dradiag.render.scan_summary import render_scan_summary
     from dradiag.render.text import render_scan
 
-    summary = cast("dict[str, Any]", doc.get("summary") or {})
+    summary = doc.get("summary") or {}
     return render_scan(doc, color=color) + render_scan_summary(summary, silence_file=silence_file)
 
 
 def _report_sarif(
-    doc: dict[str, object],
-    rows: object,
-    scope: object,
+    doc: dict[str, Any],
+    rows: Sequence[Diagnosis],
+    scope: ScanScope,
     *,
     exit_zero: bool,
     unread: bool,
@@ -261,32 +264,19 @@ def _report_sarif(
     """``-o sarif``: the rows' findings (those --rule/--min-severity ask for) as results."""
     import json
     import sys
-    from typing import Any, cast
 
     from dradiag.cli.diagnosis_run import exit_code_for
     from dradiag.cli.exit_codes import ExitCode
-    from dradiag.diagnosis.scan_scope import SEVERITY_RANK, ScanScope
     from dradiag.render.sarif import diagnoses_sarif
     from dradiag.vocabulary import Severity
 
-    narrowing = cast("ScanScope", scope)
-
-    def keep(finding: Any) -> bool:
-        if narrowing.rules:
-            from fnmatch import fnmatchcase
-
-            rule = str(finding.get("rule") or "").upper()
-            if not any(fnmatchcase(rule, g.upper()) for g in narrowing.rules):
-                return False
-        if narrowing.min_severity is not None:
-            rank = SEVERITY_RANK.get(Severity(str(finding.get("severity"))), 0)
-            return rank >= SEVERITY_RANK[narrowing.min_severity]
-        return True
+    def keep(finding: Mapping[str, Any]) -> bool:
+        return scope.wants(str(finding.get("rule") or ""), Severity(str(finding["severity"])))
 
     sys.stdout.write(json.dumps(diagnoses_sarif(doc, keep=keep), indent=2, ensure_ascii=False))
     sys.stdout.write("\n")
     sys.stdout.flush()
-    code = exit_code_for(cast("Any", rows), exit_zero)
+    code = exit_code_for(rows, exit_zero)
     if code == ExitCode.OK and unread and not exit_zero:
         return ExitCode.INCONCLUSIVE
     return code

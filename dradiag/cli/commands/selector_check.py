@@ -27,7 +27,6 @@ from dradiag.cli.options import (
     ExitZero,
     FromPath,
     Kubeconfig,
-    Namespace,
     NoColor,
     OutputFormat,
     RequestTimeout,
@@ -42,6 +41,16 @@ Files = Annotated[
         help="Manifests to check: ResourceClaim(Template)s, Pods, or any workload with a pod "
         "template (files, directories, or '-' for stdin).",
         show_default=False,
+    ),
+]
+ManifestNamespace = Annotated[
+    str | None,
+    typer.Option(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="The namespace of manifests that name none (as kubectl apply -n); there is no "
+        "-A: the manifests are what is checked.",
     ),
 ]
 Expr = Annotated[
@@ -87,7 +96,7 @@ def selector_check(
     free: Free = False,
     kubeconfig: Kubeconfig = None,
     context: Context = None,
-    namespace: Namespace = None,
+    namespace: ManifestNamespace = None,
     request_timeout: RequestTimeout = DEFAULT_REQUEST_TIMEOUT,
     timeout: Timeout = DEFAULT_TIMEOUT,
     as_user: As = None,
