@@ -21,9 +21,12 @@ if TYPE_CHECKING:
     from dradiag.snapshot.model import Kind, KindRecord, Snapshot
 
 
-def walk_options(now: str | None, stuck_after: str) -> WalkOptions:
-    """``--now`` and ``--stuck-after`` as WalkOptions; UsageError when unreadable."""
-    from dradiag.analyses.timeline import parse_duration, parse_time
+def walk_options(now: str | None, stuck_after: float) -> WalkOptions:
+    """``--now`` and ``--stuck-after`` (seconds, already parsed by the option) as
+    WalkOptions; UsageError when ``--now`` is not an RFC 3339 time."""
+    from datetime import timedelta
+
+    from dradiag.analyses.timeline import parse_time
     from dradiag.diagnosis.context import WalkOptions
     from dradiag.errors import UsageError
 
@@ -32,22 +35,7 @@ def walk_options(now: str | None, stuck_after: str) -> WalkOptions:
         parsed_now = parse_time(now)
         if parsed_now is None:
             raise UsageError(f"--now: not an RFC 3339 time: {now!r} (e.g. 2026-05-01T10:00:00Z)")
-    try:
-        threshold = parse_duration(stuck_after)
-    except ValueError as exc:
-        raise UsageError(f"--stuck-after: {exc}") from None
-    return WalkOptions(now=parsed_now, stuck_after=threshold)
-
-
-def check_output(output: OutputFormat, *, tables: bool = False) -> None:
-    """``sarif`` belongs to selector-check, ``wide`` and ``name`` to table views
-    (``tables``); reject the others here with a usage error."""
-    from dradiag.errors import UsageError
-
-    if output is OutputFormat.SARIF:
-        raise UsageError("-o sarif is only available for selector-check; use text, json or yaml")
-    if not tables and output in (OutputFormat.WIDE, OutputFormat.NAME):
-        raise UsageError(f"-o {output.value} is only for tables (scan); use text, json or yaml")
+    return WalkOptions(now=parsed_now, stuck_after=timedelta(seconds=stuck_after))
 
 
 def common_options(

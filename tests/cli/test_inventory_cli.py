@@ -45,7 +45,7 @@ def cluster(tmp_path: Path) -> Path:
 def test_json_is_schema_valid_and_filtered(
     cluster: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run(["inventory", "--from", str(cluster), "-n", "node-h", "-o", "json"]) == 0
+    assert run(["inventory", "--from", str(cluster), "--node", "node-h", "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     doc_schemas.validate(doc, "inventory")
     assert [n["node"] for n in doc["nodes"]] == ["node-h"]
@@ -65,7 +65,7 @@ def test_text_table(cluster: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_text_says_what_the_counts_mean_and_a_held_gpu_is_not_free(
     cluster: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run(["inventory", "--from", str(cluster), "-n", "node-h", "--no-color"]) == 0
+    assert run(["inventory", "--from", str(cluster), "--node", "node-h", "--no-color"]) == 0
     lines = capsys.readouterr().out.splitlines()
     header = lines[0].split()
     assert header[:3] == ["NODE", "TYPE", "PROFILE"]
@@ -101,3 +101,9 @@ def test_no_headers_and_wide(cluster: Path, capsys: pytest.CaptureFixture[str]) 
     assert "hidden at 60 columns; -o wide shows all" in narrow
     assert "team/big" not in narrow and "team/big" in wide
     assert "hidden at" not in wide
+
+
+def test_n_is_never_node(cluster: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """-n means namespace everywhere; inventory (devices, no namespace) has no -n."""
+    assert run(["inventory", "--from", str(cluster), "-n", "node-h"]) == 2
+    assert "No such option: -n" in capsys.readouterr().err

@@ -35,8 +35,8 @@ FIELD = (
 
 
 def _sample_claim(name: str) -> str:
-    spec = yaml.safe_load((ROOT / "dradiag" / "samples" / name / "sample.yaml").read_text())
-    return str(spec["claim"])
+    index = yaml.safe_load((ROOT / "dradiag" / "samples" / "index.yaml").read_text())
+    return str(index["samples"][name]["claim"])
 
 
 def _field_argv(name: str) -> list[str]:

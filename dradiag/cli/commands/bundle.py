@@ -15,6 +15,7 @@ import typer
 
 from dradiag.cli.options import (
     DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_STUCK_AFTER,
     AllNamespaces,
     As,
     AsGroup,
@@ -267,7 +268,7 @@ def _analysis(members: dict[str, bytes]) -> tuple[str | None, dict[str, Any]]:
         snapshot = load_members(members, "bundle")
     except DradiagError as exc:
         return None, {"status": "failed", "error": str(exc)}
-    diagnoses = scan(snapshot, namespace=None, options=walk_options(None, "5m"))
+    diagnoses = scan(snapshot, namespace=None, options=walk_options(None, DEFAULT_STUCK_AFTER))
     doc = diagnoses_document(snapshot, diagnoses)
     return dump_document(doc, "json"), {"status": "collected", "diagnoses": len(diagnoses)}
 

@@ -160,7 +160,7 @@ def demo(
     import sys
     from pathlib import Path
 
-    from dradiag.cli.diagnosis_run import check_output, emit, use_color
+    from dradiag.cli.diagnosis_run import emit, use_color
     from dradiag.cli.exit_codes import ExitCode
     from dradiag.diagnosis.build import diagnose_claim
     from dradiag.errors import UsageError
@@ -172,7 +172,6 @@ def demo(
     )
     from dradiag.render.text import render_diagnosis
 
-    check_output(output)
     samples = list_samples()
     if list_only:
         width = max((len(s["name"]) for s in samples), default=0)

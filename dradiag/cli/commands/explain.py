@@ -38,8 +38,6 @@ def explain(message: Message, output: Output = OutputFormat.TEXT) -> int:
     from dradiag.render.explain import explain_document, render_explain
     from dradiag.rulebook import load_rulebook
 
-    if output is OutputFormat.SARIF:
-        raise UsageError("-o sarif is only available for selector-check; use text, json or yaml")
     text = sys.stdin.read() if message == "-" else message
     if not text.strip():
         raise UsageError("nothing to explain: give the message text (or '-' and pipe it in)")

@@ -16,18 +16,28 @@ from dradiag.cli.options import (
     FromPath,
     Kubeconfig,
     NoColor,
-    Output,
+    output_option,
     OutputFormat,
     RequestTimeout,
     Timeout,
 )
+
+InventoryOutput = Annotated[
+    OutputFormat,
+    output_option(OutputFormat.TEXT, OutputFormat.WIDE, OutputFormat.JSON, OutputFormat.YAML),
+]
 
 if TYPE_CHECKING:
     from dradiag.analyses.inventory import Inventory
 
 NodeFilter = Annotated[
     list[str] | None,
-    typer.Option("-n", "--node", metavar="NODE", help="Only this node (repeatable)."),
+    typer.Option(
+        "--node",
+        metavar="NODE",
+        help="Only this node (repeatable). Long form only: -n means namespace everywhere, "
+        "and devices belong to no namespace, so inventory takes no -n.",
+    ),
 ]
 FeatureGatesOption = Annotated[
     str | None,
@@ -133,7 +143,7 @@ def inventory(
     timeout: Timeout = DEFAULT_TIMEOUT,
     as_user: As = None,
     as_groups: AsGroup = None,
-    output: Output = OutputFormat.TEXT,
+    output: InventoryOutput = OutputFormat.TEXT,
     no_color: NoColor = False,
     no_headers: NoHeaders = False,
 ) -> int:
@@ -141,7 +151,7 @@ def inventory(
 
     \b
     Examples:
-      dradiag inventory
+      dradiag inventory --node gpu-node-1
       dradiag inventory --from bundle.tar.gz -o json
 
     ALLOC: allocated to a claim. HELD: not allocated, but an allocated partition of the
@@ -153,11 +163,8 @@ def inventory(
     from dradiag.cli.exit_codes import ExitCode
     from dradiag.cli.inputs import Target, obtain_snapshot
     from dradiag.cli.options import CommonOptions
-    from dradiag.errors import UsageError
     from dradiag.snapshot import coverage
 
-    if output in (OutputFormat.SARIF, OutputFormat.NAME):
-        raise UsageError("inventory writes text, wide, json or yaml")
     options = CommonOptions(
         from_path=from_path,
         kubeconfig=kubeconfig,

@@ -180,8 +180,6 @@ def node(
     from dradiag.render.node import node_document, render_node_text
     from dradiag.sources import node_state as ns
 
-    if output is OutputFormat.SARIF:
-        raise UsageError("node writes text, json or yaml")
     if no_cluster and from_path:
         raise UsageError("--no-cluster and --from exclude each other")
     name = node_name or _default_node()

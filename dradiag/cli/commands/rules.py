@@ -42,15 +42,6 @@ RuleId = Annotated[
 ]
 
 
-def _check_output(output: OutputFormat) -> None:
-    from dradiag.errors import UsageError
-
-    if output is OutputFormat.SARIF:
-        raise UsageError("--output sarif is only for selector-check; use text, json or yaml")
-    if output in (OutputFormat.WIDE, OutputFormat.NAME):
-        raise UsageError(f"--output {output.value} is not for rules; use text, json or yaml")
-
-
 def _parse_phase(value: str) -> Any:
     from dradiag.errors import UsageError
     from dradiag.rulebook.schema import PHASE_CODES
@@ -85,7 +76,6 @@ def list_rules(
     from dradiag.rulebook import load_rulebook
     from dradiag.rulebook.docs import rule_row
 
-    _check_output(output)
     book = load_rulebook()
     rules = book.by_phase(_parse_phase(phase)) if phase else book.rules
     rows = [rule_row(r) for r in rules]
@@ -171,7 +161,6 @@ def show_rule(
     from dradiag.rulebook import load_rulebook
     from dradiag.rulebook.docs import rule_document
 
-    _check_output(output)
     book = load_rulebook()
     rule = book.get(rule_id)
     if rule is None:

@@ -260,8 +260,6 @@ def simulate(
     from dradiag.cli.options import CommonOptions
     from dradiag.errors import UsageError
 
-    if output in (OutputFormat.SARIF, OutputFormat.WIDE, OutputFormat.NAME):
-        raise UsageError("simulate writes text, json or yaml")
     if not (claim or claim_file or pod):
         raise UsageError(
             "give the claims to allocate: --claim NS/NAME, --claim-file FILE or --pod NS/NAME"
