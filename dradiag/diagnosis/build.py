@@ -252,12 +252,22 @@ def unresolved_pod_claims(snapshot: Snapshot, namespace: str, name: str) -> list
 
 
 def _quick_healthy(
-    snapshot: Snapshot, claim: K8sObject, doubly_published: frozenset[tuple[str, str, str]]
+    snapshot: Snapshot,
+    claim: K8sObject,
+    doubly_published: frozenset[tuple[str, str, str]],
+    *,
+    component_logs: bool,
 ) -> bool:
     """A cheap, conservative test that a claim needs no walk: allocated, reserved, not
     being deleted, holding no device the driver published twice, and every consumer pod
-    running all containers with one listing it."""
+    running all containers with one listing it.
+
+    Logs are evidence the objects do not show (a container that runs but sees every GPU
+    of its node, a plugin log line about the claim): when the snapshot holds component
+    logs, or a consumer pod's own logs, the claim is walked."""
     if (claim.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    if component_logs:
         return False
     if doubly_published and any(
         (str(r.get("driver")), str(r.get("pool")), str(r.get("device"))) in doubly_published
@@ -275,6 +285,8 @@ def _quick_healthy(
         if pod_terminating(pod) or not pod_all_running(pod) or pod_done(pod):
             return False
         if not wiring.is_reserved_for(claim, pod):
+            return False
+        if snapshot.logs_for(namespace_of(pod), name_of(pod)):
             return False
         names = pod_claim_names_for(snapshot, pod, claim)
         # Any wiring finding (not wired, or a request name the claim lacks) needs the walk.
@@ -305,11 +317,14 @@ def scan(
     base = options or WalkOptions()
     options = WalkOptions(now=base.now, stuck_after=base.stuck_after, simulate=base.simulate)
     shared = ScanContext.of(snapshot, optional_rulebook())
+    component_logs = bool(snapshot.component_logs())
     out: list[Diagnosis] = []
     for claim in snapshot.claims:
         if namespace is not None and namespace_of(claim) != namespace:
             continue
-        if _quick_healthy(snapshot, claim, shared.doubly_published()):
+        if _quick_healthy(
+            snapshot, claim, shared.doubly_published(), component_logs=component_logs
+        ):
             continue
         diagnosis = walk_claim(snapshot, claim, options=options, shared=shared)
         if diagnosis.verdict.status is not VerdictStatus.OK:
