@@ -16,10 +16,10 @@ from dradiag.cli.options import (
     FromPath,
     Kubeconfig,
     NoColor,
-    output_option,
     OutputFormat,
     RequestTimeout,
     Timeout,
+    output_option,
 )
 
 InventoryOutput = Annotated[
