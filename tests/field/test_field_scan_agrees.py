@@ -12,11 +12,7 @@ import pytest
 
 from tests.field.corpus import FieldCase, all_cases, run_cli
 
-CASES = [
-    c
-    for c in all_cases()
-    if c.spec["command"] == "claim" and c.expected["status"] != "ok"
-]
+CASES = [c for c in all_cases() if c.spec["command"] == "claim" and c.expected["status"] != "ok"]
 
 
 def test_the_corpus_has_broken_claim_cases() -> None:
