@@ -1,0 +1,619 @@
+"""Next steps made concrete: the values a diagnosis knows put into the commands it suggests.
+
+Rule files and phase code write next steps once for every claim, so they name what varies
+in words (``<node>``, ``<plugin pod on the node>``, "on the node") or with placeholders the
+matcher fills from one piece of evidence (``{pod}`` as ``ns/name``). By the end of a walk
+the diagnosis knows most of those values: the claim's namespace, name and UID, its node,
+the kubelet-plugin pod there (its namespace and name), the CDI spec file the driver writes
+for it, where the snapshot came from. :func:`concrete_steps` puts them in, so a step can be
+pasted as it stands, and fixes what a template cannot know is wrong in context:
+
+- ``kubectl <verb> pod ns/name`` is not a kubectl form (``ns/name`` reads as TYPE/NAME):
+  it becomes ``kubectl <verb> pod -n ns name``;
+- ``dradiag node`` runs on the node: from a live cluster it is shown as the ``kubectl
+  debug node/NODE`` line the README gives; offline, with the node's saved state in the
+  input, as ``dradiag node --node NODE --from PATH``;
+- other ``dradiag`` commands of an offline diagnosis read the same ``--from`` input;
+- ``dradiag claim`` of the claim being diagnosed (or ``dradiag pod`` of its pod) is what
+  the user has just read, so it is dropped.
+
+A value the diagnosis does not have is said in words the user can act on (``<the
+kubelet-plugin pod on gpu-node-8>``); a bare placeholder stays only when nothing is known.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from dradiag.vocabulary import Finding
+
+if TYPE_CHECKING:
+    from dradiag.diagnosis.context import ClaimWalk
+    from dradiag.diagnosis.model import PhaseResult
+
+NVIDIA = "gpu.nvidia.com"
+
+IMAGE_PLACEHOLDER = "<image with dradiag>"
+"""The one value no snapshot holds: which image the user built dradiag into."""
+
+HOST_ROOT = "/host"
+"""Where ``kubectl debug node/N`` mounts the node's filesystem (README, ``dradiag node``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NextContext:
+    """What a diagnosis knows that its next steps may name; "" where it is not known."""
+
+    namespace: str = ""
+    claim_name: str = ""
+    claim_uid: str = ""
+    node: str = ""
+    pod_namespace: str = ""
+    pod_name: str = ""
+    plugin_namespace: str = ""
+    plugin_pod: str = ""
+    plugin_service_account: str = ""
+    helm_release: str = ""
+    device_class: str = ""
+    pci_bus_id: str = ""
+    cdi_device_ids: tuple[str, ...] = ()
+    nvidia: bool = True
+    """The claim's devices are the NVIDIA GPU driver's (``gpu.nvidia.com``)."""
+    allocated: bool = True
+    offline_input: str = ""
+    """The ``--from`` argument that reproduces this diagnosis, "" for a live one."""
+    node_state_saved: bool = False
+    """The offline input holds the node's ``dradiag node --save`` state."""
+    own_commands: frozenset[str] = frozenset()
+    """``dradiag claim X`` / ``dradiag pod Y`` lines this diagnosis already answers."""
+
+    @property
+    def own_objects(self) -> dict[tuple[str, str], str]:
+        """(kind, name) → namespace of the claim and its pod, for kubectl lines naming them."""
+        out = {("claim", self.claim_name): self.namespace} if self.claim_name else {}
+        if self.pod_name:
+            out[("pod", self.pod_name)] = self.pod_namespace
+        return out
+
+    @property
+    def claim_key(self) -> str:
+        return f"{self.namespace}/{self.claim_name}" if self.claim_name else ""
+
+    @property
+    def node_words(self) -> str:
+        if self.node:
+            return self.node
+        return "the claim's node" if self.allocated else "a node publishing the claim's devices"
+
+    @property
+    def plugin_pod_words(self) -> str:
+        return self.plugin_pod or f"<the kubelet-plugin pod on {self.node_words}>"
+
+    @property
+    def driver_namespace_words(self) -> str:
+        return self.plugin_namespace or "<the DRA driver's namespace>"
+
+    @property
+    def cdi_spec_files(self) -> tuple[str, ...]:
+        return cdi_spec_files(self.cdi_device_ids, self.claim_uid, nvidia=self.nvidia)
+
+
+_CDI_ID = re.compile(
+    r"(?<![\w.-])(?P<vendor>[a-z0-9][a-z0-9.-]*\.[a-z]+)/(?P<cls>[a-z0-9][\w.-]*)=(?P<name>[\w.:-]+)"
+)
+"""A qualified CDI device ID, ``vendor/class=name``: the NVIDIA driver's
+``k8s.gpu.nvidia.com/claim=<uid>-<dev>`` (v25.12+) or ``k8s.gpu.nvidia.com/device=gpu-N``
+(v25.3 / v25.8), nvidia-driver-facts §6; other drivers' in the same shape."""
+
+NVIDIA_BASE_SPEC = "k8s.gpu.nvidia.com-device_base.yaml"
+
+
+def cdi_device_ids(texts: Iterable[str]) -> tuple[str, ...]:
+    """The CDI device IDs quoted in ``texts``, first seen first."""
+    seen: dict[str, None] = {}
+    for text in texts:
+        for m in _CDI_ID.finditer(text):
+            # DRA drivers name their CDI vendor k8s.<driver>; anything else with a slash
+            # and an equals sign (a label selector) is not a device ID.
+            if m.group("vendor").startswith("k8s."):
+                seen.setdefault(m.group(0), None)
+    return tuple(seen)
+
+
+def cdi_spec_files(ids: Sequence[str], claim_uid: str, *, nvidia: bool = True) -> tuple[str, ...]:
+    """The spec files under /var/run/cdi that define ``ids`` (nvidia-driver-facts §6).
+
+    A per-claim spec is a CDI *transient* spec, named ``<vendor>-<class>_<claimUID>.yaml``
+    (``GenerateTransientSpecName``): v25.12+ of the NVIDIA driver writes
+    ``k8s.gpu.nvidia.com-claim_<claimUID>.yaml``, whose IDs are ``…/claim=<uid>-<dev>``.
+    v25.3 and v25.8 name devices ``k8s.gpu.nvidia.com/device=gpu-N``, defined in the static
+    base spec ``k8s.gpu.nvidia.com-device_base.yaml``. With no ID quoted, an NVIDIA claim's
+    UID gives the current driver's file.
+    """
+    files: dict[str, None] = {}
+    for cdi_id in ids:
+        m = _CDI_ID.search(cdi_id)
+        if m is None:
+            continue
+        vendor, cls, name = m.group("vendor"), m.group("cls"), m.group("name")
+        if vendor == "k8s.gpu.nvidia.com" and cls == "device":
+            files.setdefault(NVIDIA_BASE_SPEC, None)
+        elif claim_uid and name.startswith(claim_uid):
+            files.setdefault(f"{vendor}-{cls}_{claim_uid}.yaml", None)
+    if not files and claim_uid and nvidia:
+        files[f"k8s.gpu.nvidia.com-claim_{claim_uid}.yaml"] = None
+    return tuple(files)
+
+
+# -- splitting a step -------------------------------------------------------------------
+
+_ANNOTATION = re.compile(r"\s{2,}\(")
+"""A step's command ends where two spaces and a parenthesis start its comment."""
+
+
+def split_words(command: str) -> list[str]:
+    """``command`` split on blanks outside quotes and outside ``<…>`` placeholders.
+
+    Quotes stay on the words (so joining them gives the command back); a ``<…>``
+    placeholder is one word however many blanks it holds, as a shell user would read it.
+    """
+    words: list[str] = []
+    cur: list[str] = []
+    quote = ""
+    angle = 0
+    for ch in command:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = ""
+            continue
+        if ch in "'\"" and not angle:
+            quote = ch
+            cur.append(ch)
+            continue
+        if ch == "<":
+            angle += 1
+        elif ch == ">" and angle:
+            angle -= 1
+        if ch.isspace() and not angle:
+            if cur:
+                words.append("".join(cur))
+                cur = []
+            continue
+        cur.append(ch)
+    if cur:
+        words.append("".join(cur))
+    return words
+
+
+def command_segments(step: str) -> list[str]:
+    """The shell commands a step holds: its own text before any ``  (comment)``, split at
+    pipes and ``;``, plus every `backticked` command of a prose step."""
+    quoted = re.findall(r"`([^`]+)`", step)
+    body = quoted or [_ANNOTATION.split(step, 1)[0]]
+    out: list[str] = []
+    for text in body:
+        out += [s.strip() for s in _split_pipeline(text) if s.strip()]
+    return out
+
+
+def _split_pipeline(text: str) -> list[str]:
+    parts: list[str] = []
+    cur: list[str] = []
+    quote = ""
+    for ch in text:
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "|;":
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur))
+    return [p.replace("&&", " ").strip() for p in parts]
+
+
+# -- filling in -------------------------------------------------------------------------
+
+_PLUGIN_POD = re.compile(
+    r"<(?:the )?(?:kubelet-)?plugin pod(?: on (?:the node|\{node\}|[\w.-]+))?>", re.I
+)
+_DRIVER_NS = re.compile(r"<(?:driver-ns|driver namespace|driver ns)>", re.I)
+_RELEASE = re.compile(r"<(?:dra-driver |the dra driver's (?:helm )?)?release>", re.I)
+_CLAIM_UID = re.compile(r"<claim uid>", re.I)
+_NS_CLAIM = re.compile(r"<ns>/<claim>|<namespace>/<claim>", re.I)
+_CLAIM = re.compile(r"<claim(?: name)?>", re.I)
+_NS = re.compile(r"<(?:ns|namespace)>", re.I)
+_NODE = re.compile(r"<node>", re.I)
+_POD = re.compile(r"<(?:consumer )?pod>", re.I)
+_PCI = re.compile(r"<pci bus id>", re.I)
+_CLASS = re.compile(r"<class>", re.I)
+_SERVICE_ACCOUNT = re.compile(r"<plugin service account>", re.I)
+_SNAPSHOT = re.compile(r"\s*--from <snapshot>")
+_ON_THE_NODE = re.compile(r"\b(on|\(on) the node\b")
+_CDI_SPEC = re.compile(r"<(?:the claim's )?CDI spec(?: file)?>", re.I)
+
+
+def _fill_words(step: str, ctx: NextContext) -> str:
+    """Angle-bracket placeholders and "the node" replaced by what ``ctx`` knows."""
+    specs = ctx.cdi_spec_files
+    step = _CDI_SPEC.sub(specs[0] if specs else "", step)
+    step = _PLUGIN_POD.sub(lambda _m: ctx.plugin_pod_words, step)
+    step = _DRIVER_NS.sub(lambda _m: ctx.driver_namespace_words, step)
+    step = _RELEASE.sub(lambda _m: ctx.helm_release or "<the DRA driver's Helm release>", step)
+    if ctx.claim_uid:
+        step = _CLAIM_UID.sub(ctx.claim_uid, step)
+    if ctx.claim_name:
+        step = _NS_CLAIM.sub(ctx.claim_key, step)
+        step = _CLAIM.sub(ctx.claim_name, step)
+    if ctx.namespace:
+        step = _NS.sub(ctx.namespace, step)
+    step = _NODE.sub(ctx.node or f"<{ctx.node_words}>", step)
+    if ctx.pod_name:
+        step = _POD.sub(ctx.pod_name, step)
+    if ctx.pci_bus_id:
+        step = _PCI.sub(ctx.pci_bus_id, step)
+    if ctx.device_class:
+        step = _CLASS.sub(ctx.device_class, step)
+    if ctx.plugin_service_account:
+        step = _SERVICE_ACCOUNT.sub(ctx.plugin_service_account, step)
+    if ctx.node:
+        step = _ON_THE_NODE.sub(lambda m: f"{m.group(1)} {ctx.node}", step)
+    return step
+
+
+def _fill_braces(step: str, ctx: NextContext) -> str:
+    """``{name}`` placeholders the matcher had no value for, where the diagnosis has one."""
+    from dradiag.rulebook.schema import render_template
+
+    values = {
+        "claim": ctx.claim_key,
+        "claim_name": ctx.claim_name,
+        "claim_uid": ctx.claim_uid,
+        "node": ctx.node,
+        "device_class": ctx.device_class,
+    }
+    return render_template(step, {k: v for k, v in values.items() if v}, missing=None)
+
+
+# -- kubectl ----------------------------------------------------------------------------
+
+KUBECTL_TYPES_WITH_SLASH_FORM: frozenset[str] = frozenset(
+    {
+        "pod",
+        "pods",
+        "po",
+        "node",
+        "nodes",
+        "no",
+        "deployment",
+        "deployments",
+        "deploy",
+        "daemonset",
+        "daemonsets",
+        "ds",
+        "service",
+        "svc",
+        "resourceclaim",
+        "resourceclaims",
+        "resourceclaimtemplate",
+        "resourceclaimtemplates",
+        "resourceslice",
+        "resourceslices",
+        "deviceclass",
+        "deviceclasses",
+        "job",
+        "jobs",
+        "statefulset",
+        "sts",
+    }
+)
+"""Resource names that may prefix ``TYPE/NAME``; any other ``a/b`` word is ``ns/name``."""
+
+_NAMESPACED_NAME = re.compile(
+    r"^(?P<ns>[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/(?P<name>[a-z0-9][-a-z0-9.]*)$"
+)
+
+
+def _kubectl_namespaced(command: str, own: Mapping[tuple[str, str], str] | None = None) -> str:
+    """``kubectl <verb> [type] ns/name …`` as ``kubectl <verb> [type] -n ns name …``.
+
+    kubectl reads a slash in a name as TYPE/NAME, so the ``ns/name`` a matcher fills in
+    for ``{pod}`` or ``{claim}`` cannot stand in a kubectl line; its namespace wins over a
+    ``-n`` written beside it (a template's ``-n <driver-ns>`` guess included). A line
+    naming the claim or its pod (``own``: (kind, name) → namespace) without a namespace
+    gets theirs.
+    """
+    words = split_words(command)
+    if len(words) < 2 or words[0] != "kubectl":
+        return command
+    for i, word in enumerate(words[2:], 2):
+        m = _NAMESPACED_NAME.match(word)
+        if m is None or m.group("ns") in KUBECTL_TYPES_WITH_SLASH_FORM:
+            continue
+        if words[i - 1].startswith("-") and words[i - 1] not in ("-it", "-i", "-t"):
+            continue  # a flag's value, not the object
+        ns, name = m.group("ns"), m.group("name")
+        words[i] = name
+        for j, w in enumerate(words):
+            if w in ("-n", "--namespace") and j + 1 < len(words):
+                del words[j : j + 2]
+                if j < i:
+                    i -= 2
+                break
+            if w.startswith(("--namespace=", "-n=")):
+                del words[j]
+                if j < i:
+                    i -= 1
+                break
+        words[i:i] = ["-n", ns]
+        return " ".join(words)
+    return " ".join(_with_namespace(words, own or {}))
+
+
+def _with_namespace(words: list[str], own: Mapping[tuple[str, str], str]) -> list[str]:
+    """``-n NS`` added to a namespaced kubectl line about the claim or its pod that has none."""
+    if any(w in ("-n", "--namespace", "-A", "--all-namespaces") for w in words) or any(
+        w.startswith(("--namespace=", "-n=")) for w in words
+    ):
+        return words
+    for i in range(2, len(words) - 1):
+        kind = _KIND_OF.get(words[i])
+        ns = own.get((kind, words[i + 1])) if kind else None
+        if ns:
+            return [*words[: i + 1], "-n", ns, *words[i + 1 :]]
+    return words
+
+
+_KIND_OF: Mapping[str, str] = {
+    **dict.fromkeys(("pod", "pods", "po"), "pod"),
+    **dict.fromkeys(("resourceclaim", "resourceclaims"), "claim"),
+}
+
+
+# -- dradiag ----------------------------------------------------------------------------
+
+_TAKES_FROM = frozenset({"claim", "pod", "scan", "inventory", "simulate", "selector-check", "node"})
+
+
+def _dradiag_node(ctx: NextContext, command: str) -> str:
+    """Where ``dradiag node`` can run for this diagnosis (README "On a GPU node")."""
+    if ctx.offline_input and ctx.node_state_saved and ctx.node:
+        return f"dradiag node --node {ctx.node} --from {ctx.offline_input}"
+    extra = [w for w in split_words(command)[2:] if w != "--host-root"]
+    extra = _without_option(extra, "--node")
+    extra = _without_option(extra, "--from")
+    tail = " ".join(["--host-root", HOST_ROOT, *extra])
+    node = ctx.node or f"<{ctx.node_words}>"
+    return (
+        f"kubectl debug node/{node} -it --profile=sysadmin "
+        f"--image={IMAGE_PLACEHOLDER} -- dradiag node {tail}"
+    )
+
+
+def _without_option(words: list[str], option: str) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for w in words:
+        if skip:
+            skip = False
+            continue
+        if w == option:
+            skip = True
+            continue
+        if w.startswith(option + "="):
+            continue
+        out.append(w)
+    return out
+
+
+def _dradiag(command: str, ctx: NextContext) -> str | None:
+    """A ``dradiag`` line as it runs for this diagnosis; None for one it already answers."""
+    words = split_words(command)
+    if len(words) < 2 or words[0] != "dradiag":
+        return command
+    sub = words[1]
+    if sub in ("claim", "pod") and len(words) > 2 and f"{sub} {words[2]}" in ctx.own_commands:
+        return None
+    if sub == "node":
+        return _dradiag_node(ctx, command)
+    if sub == "selector-check" and len(words) > 2 and words[2].startswith("<"):
+        if not ctx.offline_input and ctx.claim_name:
+            return (
+                f"kubectl get resourceclaim -n {ctx.namespace} {ctx.claim_name} -o yaml | "
+                f"dradiag selector-check -"
+            )
+        words[2] = "<the claim's or its template's manifest>"
+    if (
+        sub == "simulate"
+        and ctx.claim_key
+        and not {"--claim", "--pod", "--claim-file"} & set(words)
+    ):
+        words += ["--claim", ctx.claim_key]
+    if sub in _TAKES_FROM and ctx.offline_input and "--from" not in words:
+        words += ["--from", ctx.offline_input]
+    return " ".join(words)
+
+
+# -- one step ---------------------------------------------------------------------------
+
+
+def concrete_step(step: str, ctx: NextContext) -> str | None:
+    """``step`` with what ``ctx`` knows filled in; None when it should not be shown."""
+    step = _fill_words(_fill_braces(step, ctx), ctx)
+    if not ctx.offline_input:
+        step = _SNAPSHOT.sub("", step)
+    else:
+        step = step.replace("--from <snapshot>", f"--from {ctx.offline_input}")
+    dropped = False
+
+    def rewrite(command: str) -> str:
+        nonlocal dropped
+        if command.startswith("kubectl "):
+            return _kubectl_namespaced(command, ctx.own_objects)
+        if command.startswith("dradiag "):
+            done = _dradiag(command, ctx)
+            if done is None:
+                dropped = True
+                return command
+            return done
+        return command
+
+    step = _rewrite_commands(step, rewrite)
+    return None if dropped else step
+
+
+def _rewrite_commands(step: str, rewrite: Callable[[str], str]) -> str:
+    """``step`` with each of its shell commands (pipeline parts, backticked ones) rewritten."""
+    if "`" in step:
+        return re.sub(r"`([^`]+)`", lambda m: f"`{_rewrite_pipeline(m.group(1), rewrite)}`", step)
+    parts = _ANNOTATION.split(step, 1)
+    head = _rewrite_pipeline(parts[0], rewrite)
+    return head if len(parts) == 1 else f"{head}  ({parts[1]}"
+
+
+def _rewrite_pipeline(text: str, rewrite: Callable[[str], str]) -> str:
+    out: list[str] = []
+    cur: list[str] = []
+    quote = ""
+
+    def flush() -> None:
+        seg = "".join(cur)
+        lead = seg[: len(seg) - len(seg.lstrip())]
+        trail = seg[len(seg.rstrip()) :]
+        body = seg.strip()
+        out.append(f"{lead}{rewrite(body) if body else body}{trail}")
+
+    for ch in text:
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "|;":
+            flush()
+            cur = []
+            out.append(ch)
+            continue
+        cur.append(ch)
+    flush()
+    return "".join(out)
+
+
+def concrete_steps(steps: Iterable[str], ctx: NextContext) -> tuple[str, ...]:
+    """Every step made concrete, the dropped ones left out, duplicates once."""
+    out: dict[str, None] = {}
+    for step in steps:
+        done = concrete_step(step, ctx)
+        if done:
+            out.setdefault(done, None)
+    return tuple(out)
+
+
+def with_concrete_next(finding: Finding, ctx: NextContext) -> Finding:
+    """``finding`` with its next steps made concrete for ``ctx``."""
+    steps = concrete_steps(finding.next, _with_identifiers(ctx, finding))
+    return finding if steps == finding.next else replace(finding, next=steps)
+
+
+def _with_identifiers(ctx: NextContext, finding: Finding) -> NextContext:
+    """The context, plus what this finding's own identifiers and evidence name."""
+    ids: Mapping[str, str] = dict(finding.identifiers)
+    texts = [v for k, v in finding.identifiers if k == "CDI device ID"]
+    texts += [e.excerpt for e in finding.evidence]
+    quoted = cdi_device_ids(texts)
+    pci = ids.get("PCI bus ID", "")
+    if not quoted and not pci:
+        return ctx
+    return replace(
+        ctx,
+        cdi_device_ids=quoted or ctx.cdi_device_ids,
+        pci_bus_id=pci or ctx.pci_bus_id,
+    )
+
+
+# -- the walk's context -------------------------------------------------------------------
+
+
+def walk_context(walk: ClaimWalk) -> NextContext:
+    """What one claim's walk knows that its next steps may name."""
+    from dradiag.analyses import plugin_health as ph
+    from dradiag.diagnosis.context import class_names, pod_key
+    from dradiag.snapshot.model import name_of, namespace_of
+    from dradiag.snapshot.node_state import node_states
+
+    snapshot = walk.snapshot
+    nodes = walk.nodes()
+    drivers = walk.drivers()
+    if not nodes and not walk.allocated:
+        # Not allocated yet: when one node publishes the claim's devices, that is the node.
+        nodes = sorted(
+            {
+                str((s.get("spec") or {}).get("nodeName"))
+                for d in drivers
+                for s in snapshot.slices_for(driver=d)
+                if (s.get("spec") or {}).get("nodeName")
+            }
+        )
+    node = nodes[0] if len(nodes) == 1 else ""
+    plugin = walk.plugin(node).pod if node else None
+    if plugin is None and not node:
+        plugins = [p for p in snapshot.pods if ph.is_plugin_pod(p)]
+        plugin = plugins[0] if len(plugins) == 1 else None
+    driver_ns = namespace_of(plugin) if plugin is not None else _driver_namespace(walk)
+    labels = ((plugin or {}).get("metadata") or {}).get("labels") or {}
+    pod = walk.pods[0] if walk.pods else None
+    source = snapshot.source
+    offline = ""
+    if source.kind != "live" and source.location:
+        location = str(source.location)
+        offline = f"<{location}>" if location.startswith("sample ") else location
+    if offline in ("-", "<stdin>"):
+        offline = "<the same input>"
+    own = {f"claim {walk.claim_key}"} | {f"pod {pod_key(p)}" for p in walk.pods}
+    classes = class_names(walk.claim)
+    return NextContext(
+        namespace=namespace_of(walk.claim),
+        claim_name=name_of(walk.claim),
+        claim_uid=walk.claim_uid,
+        node=node,
+        pod_namespace=namespace_of(pod) if pod is not None else "",
+        pod_name=name_of(pod) if pod is not None else "",
+        plugin_namespace=driver_ns,
+        plugin_pod=name_of(plugin) if plugin is not None else "",
+        plugin_service_account=str(
+            ((plugin or {}).get("spec") or {}).get("serviceAccountName") or ""
+        ),
+        helm_release=str(labels.get("app.kubernetes.io/instance") or ""),
+        device_class=classes[0] if len(classes) == 1 else "",
+        cdi_device_ids=(),
+        nvidia=NVIDIA in drivers,
+        allocated=walk.allocated,
+        offline_input=offline,
+        node_state_saved=bool(node) and node in node_states(snapshot.extras),
+        own_commands=frozenset(own),
+    )
+
+
+def _driver_namespace(walk: ClaimWalk) -> str:
+    """The namespace of the cluster's kubelet-plugin pods, when they all share one."""
+    from dradiag.analyses import plugin_health as ph
+    from dradiag.snapshot.model import namespace_of
+
+    found = {namespace_of(p) for p in walk.snapshot.pods if ph.is_plugin_pod(p)}
+    return found.pop() if len(found) == 1 else ""
+
+
+def with_concrete_phases(
+    phases: Sequence[PhaseResult], ctx: NextContext
+) -> tuple[PhaseResult, ...]:
+    """Every finding of ``phases`` with concrete next steps."""
+    return tuple(
+        replace(p, findings=tuple(with_concrete_next(f, ctx) for f in p.findings)) for p in phases
+    )
