@@ -204,13 +204,18 @@ def _split_pipeline(text: str) -> list[str]:
     parts: list[str] = []
     cur: list[str] = []
     quote = ""
+    angle = 0
     for ch in text:
         if quote:
             if ch == quote:
                 quote = ""
-        elif ch in "'\"":
+        elif ch == "<":
+            angle += 1
+        elif ch == ">" and angle:
+            angle -= 1
+        elif ch in "'\"" and not angle:
             quote = ch
-        elif ch in "|;":
+        elif ch in "|;" and not angle:
             parts.append("".join(cur))
             cur = []
             continue
@@ -490,13 +495,18 @@ def _rewrite_pipeline(text: str, rewrite: Callable[[str], str]) -> str:
         body = seg.strip()
         out.append(f"{lead}{rewrite(body) if body else body}{trail}")
 
+    angle = 0
     for ch in text:
         if quote:
             if ch == quote:
                 quote = ""
-        elif ch in "'\"":
+        elif ch == "<":
+            angle += 1
+        elif ch == ">" and angle:
+            angle -= 1
+        elif ch in "'\"" and not angle:
             quote = ch
-        elif ch in "|;":
+        elif ch in "|;" and not angle:
             flush()
             cur = []
             out.append(ch)

@@ -95,7 +95,7 @@ RULES: Mapping[str, RuleInfo] = {
     "DRA-SEL-UNKNOWN-ATTRIBUTE": RuleInfo(
         severity=Severity.WARNING,
         title="a selector reads an attribute or capacity no device publishes",
-        next=("kubectl get resourceslices -o yaml: compare the key with what is published",),
+        next=("compare the key with what is published: `kubectl get resourceslices -o yaml`",),
     ),
     "DRA-SEL-WRONG-DOMAIN": RuleInfo(
         severity=Severity.WARNING,
