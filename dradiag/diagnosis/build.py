@@ -177,7 +177,7 @@ def walk_claim(
         walk, (publication, selection, allocation, prepare, injection, workload, unprepare)
     )
     assert tuple(p.phase for p in phases) == PHASE_ORDER
-    phases = with_concrete_phases(phases, walk_context(walk))
+    phases = with_concrete_phases(phases, walk_context(walk, phases))
     target = _target(walk)
     return Diagnosis(target=target, verdict=decide_verdict(target, phases), phases=phases)
 

@@ -33,6 +33,7 @@ from dradiag.vocabulary import Finding
 if TYPE_CHECKING:
     from dradiag.diagnosis.context import ClaimWalk
     from dradiag.diagnosis.model import PhaseResult
+    from dradiag.snapshot.model import K8sObject, Snapshot
 
 NVIDIA = "gpu.nvidia.com"
 
@@ -68,7 +69,8 @@ class NextContext:
     node_state_saved: bool = False
     """The offline input holds the node's ``dradiag node --save`` state."""
     own_commands: frozenset[str] = frozenset()
-    """``dradiag claim X`` / ``dradiag pod Y`` lines this diagnosis already answers."""
+    """``claim X`` / ``pod Y`` (``dradiag`` lines this diagnosis already answers), or
+    ``node`` when it is ``dradiag node``'s own output."""
 
     @property
     def own_objects(self) -> dict[tuple[str, str], str]:
@@ -427,7 +429,7 @@ def _dradiag(command: str, ctx: NextContext) -> str | None:
     if sub in ("claim", "pod") and len(words) > 2 and f"{sub} {words[2]}" in ctx.own_commands:
         return None
     if sub == "node":
-        return _dradiag_node(ctx, command)
+        return None if "node" in ctx.own_commands else _dradiag_node(ctx, command)
     if sub == "selector-check" and len(words) > 2 and words[2].startswith("<"):
         if not ctx.offline_input and ctx.claim_name:
             return (
@@ -551,17 +553,23 @@ def _with_identifiers(ctx: NextContext, finding: Finding) -> NextContext:
 # -- the walk's context -------------------------------------------------------------------
 
 
-def walk_context(walk: ClaimWalk) -> NextContext:
-    """What one claim's walk knows that its next steps may name."""
+def walk_context(walk: ClaimWalk, phases: Sequence[PhaseResult] = ()) -> NextContext:
+    """What one claim's walk knows that its next steps may name.
+
+    The look-ups over the whole snapshot (which nodes publish the claim's devices, the
+    driver's namespace) run only when a step of ``phases`` asks for them, so a scan of
+    thousands of claims does not pay for them per claim.
+    """
     from dradiag.analyses import plugin_health as ph
     from dradiag.diagnosis.context import class_names, pod_key
     from dradiag.snapshot.model import name_of, namespace_of
-    from dradiag.snapshot.node_state import node_states
 
     snapshot = walk.snapshot
     nodes = walk.nodes()
     drivers = walk.drivers()
-    if not nodes and not walk.allocated:
+    steps = " ".join(n for p in phases for f in p.findings for n in f.next)
+    wants_node = "node" in steps or "dradiag" in steps
+    if not nodes and not walk.allocated and wants_node:
         # Not allocated yet: when one node publishes the claim's devices, that is the node.
         nodes = sorted(
             {
@@ -573,12 +581,39 @@ def walk_context(walk: ClaimWalk) -> NextContext:
         )
     node = nodes[0] if len(nodes) == 1 else ""
     plugin = walk.plugin(node).pod if node else None
-    if plugin is None and not node:
+    wants_plugin = "<driver" in steps or "plugin" in steps or "<release>" in steps
+    if plugin is None and not node and wants_plugin:
         plugins = [p for p in snapshot.pods if ph.is_plugin_pod(p)]
         plugin = plugins[0] if len(plugins) == 1 else None
-    driver_ns = namespace_of(plugin) if plugin is not None else _driver_namespace(walk)
-    labels = ((plugin or {}).get("metadata") or {}).get("labels") or {}
     pod = walk.pods[0] if walk.pods else None
+    own = {f"claim {walk.claim_key}"} | {f"pod {pod_key(p)}" for p in walk.pods}
+    classes = class_names(walk.claim)
+    return replace(
+        node_context(snapshot, node, plugin, find_driver_namespace=wants_plugin),
+        namespace=namespace_of(walk.claim),
+        claim_name=name_of(walk.claim),
+        claim_uid=walk.claim_uid,
+        pod_namespace=namespace_of(pod) if pod is not None else "",
+        pod_name=name_of(pod) if pod is not None else "",
+        device_class=classes[0] if len(classes) == 1 else "",
+        nvidia=NVIDIA in drivers,
+        allocated=walk.allocated,
+        own_commands=frozenset(own),
+    )
+
+
+def node_context(
+    snapshot: Snapshot,
+    node: str,
+    plugin: K8sObject | None,
+    *,
+    find_driver_namespace: bool = True,
+) -> NextContext:
+    """What a diagnosis of ``node`` knows: the node, its plugin pod, where the input is."""
+    from dradiag.snapshot.model import name_of, namespace_of
+    from dradiag.snapshot.node_state import node_states
+
+    labels = ((plugin or {}).get("metadata") or {}).get("labels") or {}
     source = snapshot.source
     offline = ""
     if source.kind != "live" and source.location:
@@ -586,37 +621,27 @@ def walk_context(walk: ClaimWalk) -> NextContext:
         offline = f"<{location}>" if location.startswith("sample ") else location
     if offline in ("-", "<stdin>"):
         offline = "<the same input>"
-    own = {f"claim {walk.claim_key}"} | {f"pod {pod_key(p)}" for p in walk.pods}
-    classes = class_names(walk.claim)
     return NextContext(
-        namespace=namespace_of(walk.claim),
-        claim_name=name_of(walk.claim),
-        claim_uid=walk.claim_uid,
         node=node,
-        pod_namespace=namespace_of(pod) if pod is not None else "",
-        pod_name=name_of(pod) if pod is not None else "",
-        plugin_namespace=driver_ns,
+        plugin_namespace=namespace_of(plugin)
+        if plugin is not None
+        else (_driver_namespace(snapshot) if find_driver_namespace else ""),
         plugin_pod=name_of(plugin) if plugin is not None else "",
         plugin_service_account=str(
             ((plugin or {}).get("spec") or {}).get("serviceAccountName") or ""
         ),
         helm_release=str(labels.get("app.kubernetes.io/instance") or ""),
-        device_class=classes[0] if len(classes) == 1 else "",
-        cdi_device_ids=(),
-        nvidia=NVIDIA in drivers,
-        allocated=walk.allocated,
         offline_input=offline,
         node_state_saved=bool(node) and node in node_states(snapshot.extras),
-        own_commands=frozenset(own),
     )
 
 
-def _driver_namespace(walk: ClaimWalk) -> str:
+def _driver_namespace(snapshot: Snapshot) -> str:
     """The namespace of the cluster's kubelet-plugin pods, when they all share one."""
     from dradiag.analyses import plugin_health as ph
     from dradiag.snapshot.model import namespace_of
 
-    found = {namespace_of(p) for p in walk.snapshot.pods if ph.is_plugin_pod(p)}
+    found = {namespace_of(p) for p in snapshot.pods if ph.is_plugin_pod(p)}
     return found.pop() if len(found) == 1 else ""
 
 

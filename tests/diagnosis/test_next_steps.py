@@ -542,6 +542,8 @@ def _diagnoses() -> Iterator[tuple[str, dict[str, Any]]]:
         yield f"sample {sample.name}: claim {claim}", doc
     for case in _corpus().all_cases():
         yield f"field {case.name}: {case.spec['command']} {case.spec['target']}", cli(case.argv())
+        # scan's claims and nodes, whose contexts the walk and the node diagnosis build.
+        yield f"field {case.name}: scan", cli(["scan", "--from", str(case.input), "-o", "json"])
 
 
 def _produced() -> Iterator[Any]:
