@@ -323,6 +323,28 @@ KUBECTL_TYPES_WITH_SLASH_FORM: frozenset[str] = frozenset(
 )
 """Resource names that may prefix ``TYPE/NAME``; any other ``a/b`` word is ``ns/name``."""
 
+KUBECTL_FLAGS_WITH_VALUE: frozenset[str] = frozenset(
+    {
+        "-n",
+        "--namespace",
+        "-o",
+        "--output",
+        "-l",
+        "--selector",
+        "--field-selector",
+        "-c",
+        "--container",
+        "--since",
+        "--tail",
+        "--image",
+        "--profile",
+        "--as",
+        "--context",
+        "--kubeconfig",
+    }
+)
+"""kubectl flags whose value is the next word (so that word is not an object name)."""
+
 _NAMESPACED_NAME = re.compile(
     r"^(?P<ns>[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/(?P<name>[a-z0-9][-a-z0-9.]*)$"
 )
@@ -344,7 +366,7 @@ def _kubectl_namespaced(command: str, own: Mapping[tuple[str, str], str] | None 
         m = _NAMESPACED_NAME.match(word)
         if m is None or m.group("ns") in KUBECTL_TYPES_WITH_SLASH_FORM:
             continue
-        if words[i - 1].startswith("-") and words[i - 1] not in ("-it", "-i", "-t"):
+        if words[i - 1] in KUBECTL_FLAGS_WITH_VALUE:
             continue  # a flag's value, not the object
         ns, name = m.group("ns"), m.group("name")
         words[i] = name

@@ -419,6 +419,13 @@ def test_a_namespaced_name_becomes_namespace_and_name() -> None:
     assert concrete_step("kubectl describe pod ml/trainer-0  (the full event text)", CTX) == (
         "kubectl describe pod -n ml trainer-0  (the full event text)"
     )
+    assert concrete_step("kubectl logs --previous ml/trainer-0 -c cuda", CTX) == (
+        "kubectl logs --previous -n ml trainer-0 -c cuda"
+    )
+    # TYPE/NAME and flag values are left alone.
+    assert concrete_step("kubectl get node/gpu-node-8 -o yaml", CTX) == (
+        "kubectl get node/gpu-node-8 -o yaml"
+    )
 
 
 def test_the_claims_own_kubectl_lines_get_its_namespace() -> None:
