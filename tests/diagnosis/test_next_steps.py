@@ -583,3 +583,24 @@ def test_every_produced_next_step_runs_and_is_concrete(step: str, own: set[str])
         words = split_words(segment)
         if words[:2] in (["dradiag", "claim"], ["dradiag", "pod"]) and len(words) > 2:
             assert f"{words[1]} {words[2]}" not in own, f"suggests what was just run: {step}"
+
+
+def test_explain_names_the_spec_file_of_the_pasted_cdi_id() -> None:
+    import contextlib
+    import io
+
+    message = (
+        "Error: failed to create containerd container: CDI device injection failed: "
+        "unresolvable CDI devices k8s.gpu.nvidia.com/claim=aba842ca-8ecb-53a4-bf58-f5c36ef7d605-gpu-0"
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        run(["explain", message, "-o", "json"])
+    matches = json.loads(out.getvalue())["matches"]
+    steps = [s for m in matches for s in m["next"]]
+    assert any(
+        "/var/run/cdi/k8s.gpu.nvidia.com-claim_aba842ca-8ecb-53a4-bf58-f5c36ef7d605.yaml" in s
+        for s in steps
+    ), steps
+    assert not any(s.startswith("dradiag node") for s in steps)
+    assert all(step_problems(s) == [] for s in steps)
