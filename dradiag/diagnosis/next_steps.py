@@ -156,39 +156,18 @@ _ANNOTATION = re.compile(r"\s{2,}\(")
 """A step's command ends where two spaces and a parenthesis start its comment."""
 
 
+_WORD = re.compile(r"(?:'[^']*'|\"[^\"]*\"|<[^<>]*>|[^\s'\"<]|['\"<])+")
+"""A shell word: quoted parts, ``<…>`` placeholders and plain characters, up to a blank
+outside them (an unmatched quote is taken as a character)."""
+
+
 def split_words(command: str) -> list[str]:
     """``command`` split on blanks outside quotes and outside ``<…>`` placeholders.
 
     Quotes stay on the words (so joining them gives the command back); a ``<…>``
     placeholder is one word however many blanks it holds, as a shell user would read it.
     """
-    words: list[str] = []
-    cur: list[str] = []
-    quote = ""
-    angle = 0
-    for ch in command:
-        if quote:
-            cur.append(ch)
-            if ch == quote:
-                quote = ""
-            continue
-        if ch in "'\"" and not angle:
-            quote = ch
-            cur.append(ch)
-            continue
-        if ch == "<":
-            angle += 1
-        elif ch == ">" and angle:
-            angle -= 1
-        if ch.isspace() and not angle:
-            if cur:
-                words.append("".join(cur))
-                cur = []
-            continue
-        cur.append(ch)
-    if cur:
-        words.append("".join(cur))
-    return words
+    return _WORD.findall(command)
 
 
 def command_segments(step: str) -> list[str]:
@@ -228,55 +207,68 @@ def _split_pipeline(text: str) -> list[str]:
 
 # -- filling in -------------------------------------------------------------------------
 
+_PLACEHOLDER = re.compile(r"<([^<>]+)>")
 _PLUGIN_POD = re.compile(
-    r"<(?:the )?(?:kubelet-)?plugin pod(?: on (?:the node|\{node\}|[\w.-]+))?>", re.I
+    r"(?:the )?(?:kubelet-)?plugin pod(?: on (?:the node|\{node\}|[\w.-]+))?", re.I
 )
-_DRIVER_NS = re.compile(r"<(?:driver-ns|driver namespace|driver ns)>", re.I)
-_RELEASE = re.compile(r"<(?:dra-driver |the dra driver's (?:helm )?)?release>", re.I)
-_CLAIM_UID = re.compile(r"<claim uid>", re.I)
-_NS_CLAIM = re.compile(r"<ns>/<claim>|<namespace>/<claim>", re.I)
-_CLAIM = re.compile(r"<claim(?: name)?>", re.I)
-_NS = re.compile(r"<(?:ns|namespace)>", re.I)
-_NODE = re.compile(r"<node>", re.I)
-_POD = re.compile(r"<(?:consumer )?pod>", re.I)
-_PCI = re.compile(r"<pci bus id>", re.I)
-_CLASS = re.compile(r"<class>", re.I)
-_SERVICE_ACCOUNT = re.compile(r"<plugin service account>", re.I)
 _SNAPSHOT = re.compile(r"\s*--from <snapshot>")
 _ON_THE_NODE = re.compile(r"\b(on|\(on) the node\b")
-_CDI_SPEC = re.compile(r"<(?:the claim's )?CDI spec(?: file)?>", re.I)
+
+_PLACEHOLDER_VALUE: Mapping[str, Callable[[NextContext], str]] = {
+    **dict.fromkeys(
+        ("driver-ns", "driver namespace", "driver ns"), lambda c: c.driver_namespace_words
+    ),
+    **dict.fromkeys(
+        (
+            "release",
+            "dra-driver release",
+            "the dra driver's release",
+            "the dra driver's helm release",
+        ),
+        lambda c: c.helm_release or "<the DRA driver's Helm release>",
+    ),
+    "claim uid": lambda c: c.claim_uid,
+    **dict.fromkeys(("claim", "claim name"), lambda c: c.claim_name),
+    **dict.fromkeys(("ns", "namespace"), lambda c: c.namespace),
+    "node": lambda c: c.node or f"<{c.node_words}>",
+    **dict.fromkeys(("pod", "consumer pod"), lambda c: c.pod_name),
+    "pci bus id": lambda c: c.pci_bus_id,
+    "class": lambda c: c.device_class,
+    "plugin service account": lambda c: c.plugin_service_account,
+    **dict.fromkeys(
+        ("cdi spec", "cdi spec file", "the claim's cdi spec", "the claim's cdi spec file"),
+        lambda c: c.cdi_spec_files[0] if c.cdi_spec_files else "",
+    ),
+}
+"""``<name>`` placeholders of rule and code templates, and the value each stands for; ""
+(not known) leaves the placeholder as written, except a CDI spec file, which then reads
+as the directory."""
 
 
 def _fill_words(step: str, ctx: NextContext) -> str:
     """Angle-bracket placeholders and "the node" replaced by what ``ctx`` knows."""
-    specs = ctx.cdi_spec_files
-    step = _CDI_SPEC.sub(specs[0] if specs else "", step)
-    step = _PLUGIN_POD.sub(lambda _m: ctx.plugin_pod_words, step)
-    step = _DRIVER_NS.sub(lambda _m: ctx.driver_namespace_words, step)
-    step = _RELEASE.sub(lambda _m: ctx.helm_release or "<the DRA driver's Helm release>", step)
-    if ctx.claim_uid:
-        step = _CLAIM_UID.sub(ctx.claim_uid, step)
-    if ctx.claim_name:
-        step = _NS_CLAIM.sub(ctx.claim_key, step)
-        step = _CLAIM.sub(ctx.claim_name, step)
-    if ctx.namespace:
-        step = _NS.sub(ctx.namespace, step)
-    step = _NODE.sub(ctx.node or f"<{ctx.node_words}>", step)
-    if ctx.pod_name:
-        step = _POD.sub(ctx.pod_name, step)
-    if ctx.pci_bus_id:
-        step = _PCI.sub(ctx.pci_bus_id, step)
-    if ctx.device_class:
-        step = _CLASS.sub(ctx.device_class, step)
-    if ctx.plugin_service_account:
-        step = _SERVICE_ACCOUNT.sub(ctx.plugin_service_account, step)
-    if ctx.node:
+    if "<" in step:
+
+        def fill(m: re.Match[str]) -> str:
+            key = m.group(1).lower()
+            value_of = _PLACEHOLDER_VALUE.get(key)
+            if value_of is not None:
+                value = value_of(ctx)
+                return value if value or key.startswith(("cdi", "the claim's cdi")) else m.group(0)
+            if _PLUGIN_POD.fullmatch(key):
+                return ctx.plugin_pod_words
+            return m.group(0)
+
+        step = _PLACEHOLDER.sub(fill, step)
+    if ctx.node and "the node" in step:
         step = _ON_THE_NODE.sub(lambda m: f"{m.group(1)} {ctx.node}", step)
     return step
 
 
 def _fill_braces(step: str, ctx: NextContext) -> str:
     """``{name}`` placeholders the matcher had no value for, where the diagnosis has one."""
+    if "{" not in step:
+        return step
     from dradiag.rulebook.schema import render_template
 
     values = {
@@ -359,6 +351,8 @@ def _kubectl_namespaced(command: str, own: Mapping[tuple[str, str], str] | None 
     naming the claim or its pod (``own``: (kind, name) → namespace) without a namespace
     gets theirs.
     """
+    if "/" not in command and not any(name in command for _kind, name in (own or {})):
+        return command  # no ns/name to split, no name of the claim's to qualify
     words = split_words(command)
     if len(words) < 2 or words[0] != "kubectl":
         return command
@@ -508,6 +502,11 @@ def _rewrite_commands(step: str, rewrite: Callable[[str], str]) -> str:
 
 
 def _rewrite_pipeline(text: str, rewrite: Callable[[str], str]) -> str:
+    if "|" not in text and ";" not in text:
+        body = text.strip()
+        if not body:
+            return text
+        return text[: len(text) - len(text.lstrip())] + rewrite(body) + text[len(text.rstrip()) :]
     out: list[str] = []
     cur: list[str] = []
     quote = ""
@@ -552,7 +551,12 @@ def concrete_steps(steps: Iterable[str], ctx: NextContext) -> tuple[str, ...]:
 
 def with_concrete_next(finding: Finding, ctx: NextContext) -> Finding:
     """``finding`` with its next steps made concrete for ``ctx``."""
-    steps = concrete_steps(finding.next, _with_identifiers(ctx, finding))
+    if not finding.next:
+        return finding
+    wanted = " ".join(finding.next)
+    if "<CDI spec" in wanted or "<pci bus id>" in wanted.lower():
+        ctx = _with_identifiers(ctx, finding)
+    steps = concrete_steps(finding.next, ctx)
     return finding if steps == finding.next else replace(finding, next=steps)
 
 
@@ -582,7 +586,6 @@ def walk_context(walk: ClaimWalk, phases: Sequence[PhaseResult] = ()) -> NextCon
     driver's namespace) run only when a step of ``phases`` asks for them, so a scan of
     thousands of claims does not pay for them per claim.
     """
-    from dradiag.analyses import plugin_health as ph
     from dradiag.diagnosis.context import class_names, pod_key
     from dradiag.snapshot.model import name_of, namespace_of
 
@@ -593,20 +596,17 @@ def walk_context(walk: ClaimWalk, phases: Sequence[PhaseResult] = ()) -> NextCon
     wants_node = "node" in steps or "dradiag" in steps
     if not nodes and not walk.allocated and wants_node:
         # Not allocated yet: when one node publishes the claim's devices, that is the node.
-        nodes = sorted(
-            {
-                str((s.get("spec") or {}).get("nodeName"))
-                for d in drivers
-                for s in snapshot.slices_for(driver=d)
-                if (s.get("spec") or {}).get("nodeName")
-            }
+        facts = _facts(snapshot)
+        nodes = (
+            facts.publishing_nodes(drivers[0])
+            if len(drivers) == 1
+            else sorted({n for d in drivers for n in facts.publishing_nodes(d)})
         )
     node = nodes[0] if len(nodes) == 1 else ""
     plugin = walk.plugin(node).pod if node else None
     wants_plugin = "<driver" in steps or "plugin" in steps or "<release>" in steps
     if plugin is None and not node and wants_plugin:
-        plugins = [p for p in snapshot.pods if ph.is_plugin_pod(p)]
-        plugin = plugins[0] if len(plugins) == 1 else None
+        plugin = _facts(snapshot).only_plugin_pod()
     pod = walk.pods[0] if walk.pods else None
     own = {f"claim {walk.claim_key}"} | {f"pod {pod_key(p)}" for p in walk.pods}
     classes = class_names(walk.claim)
@@ -660,11 +660,60 @@ def node_context(
 
 def _driver_namespace(snapshot: Snapshot) -> str:
     """The namespace of the cluster's kubelet-plugin pods, when they all share one."""
-    from dradiag.analyses import plugin_health as ph
-    from dradiag.snapshot.model import namespace_of
+    return _facts(snapshot).driver_namespace()
 
-    found = {namespace_of(p) for p in snapshot.pods if ph.is_plugin_pod(p)}
-    return found.pop() if len(found) == 1 else ""
+
+class _SnapshotFacts:
+    """Whole-snapshot look-ups a next step may need, computed once per snapshot: a scan
+    walks thousands of claims of one snapshot, and each pass over every pod or slice
+    per claim would make it quadratic."""
+
+    __slots__ = ("snapshot", "_plugins", "_nodes")
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._plugins: list[K8sObject] | None = None
+        self._nodes: dict[str, list[str]] = {}
+
+    def _plugin_pods(self) -> list[K8sObject]:
+        from dradiag.analyses import plugin_health as ph
+
+        if self._plugins is None:
+            self._plugins = [p for p in self.snapshot.pods if ph.is_plugin_pod(p)]
+        return self._plugins
+
+    def only_plugin_pod(self) -> K8sObject | None:
+        plugins = self._plugin_pods()
+        return plugins[0] if len(plugins) == 1 else None
+
+    def driver_namespace(self) -> str:
+        from dradiag.snapshot.model import namespace_of
+
+        found = {namespace_of(p) for p in self._plugin_pods()}
+        return found.pop() if len(found) == 1 else ""
+
+    def publishing_nodes(self, driver: str) -> list[str]:
+        if driver not in self._nodes:
+            self._nodes[driver] = sorted(
+                {
+                    str((s.get("spec") or {}).get("nodeName"))
+                    for s in self.snapshot.slices_for(driver=driver)
+                    if (s.get("spec") or {}).get("nodeName")
+                }
+            )
+        return self._nodes[driver]
+
+
+_FACTS: dict[int, _SnapshotFacts] = {}
+
+
+def _facts(snapshot: Snapshot) -> _SnapshotFacts:
+    found = _FACTS.get(id(snapshot))
+    if found is None or found.snapshot is not snapshot:
+        if len(_FACTS) >= 4:
+            _FACTS.clear()  # a few snapshots at a time (tests, demo); none held for long
+        found = _FACTS[id(snapshot)] = _SnapshotFacts(snapshot)
+    return found
 
 
 def with_concrete_phases(
