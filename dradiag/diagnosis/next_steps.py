@@ -590,11 +590,13 @@ def walk_context(walk: ClaimWalk, phases: Sequence[PhaseResult] = ()) -> NextCon
     from dradiag.snapshot.model import name_of, namespace_of
 
     snapshot = walk.snapshot
-    nodes = walk.nodes()
-    drivers = walk.drivers()
     steps = " ".join(n for p in phases for f in p.findings for n in f.next)
+    nodes = walk.nodes()
+    allocated = walk.allocated
     wants_node = "node" in steps or "dradiag" in steps
-    if not nodes and not walk.allocated and wants_node:
+    wants_cdi = "<CDI spec" in steps
+    drivers = walk.drivers() if wants_cdi or (not nodes and not allocated and wants_node) else []
+    if not nodes and not allocated and wants_node:
         # Not allocated yet: when one node publishes the claim's devices, that is the node.
         facts = _facts(snapshot)
         nodes = (
@@ -603,13 +605,13 @@ def walk_context(walk: ClaimWalk, phases: Sequence[PhaseResult] = ()) -> NextCon
             else sorted({n for d in drivers for n in facts.publishing_nodes(d)})
         )
     node = nodes[0] if len(nodes) == 1 else ""
-    plugin = walk.plugin(node).pod if node else None
     wants_plugin = "<driver" in steps or "plugin" in steps or "<release>" in steps
+    plugin = walk.plugin(node).pod if node and wants_plugin else None
     if plugin is None and not node and wants_plugin:
         plugin = _facts(snapshot).only_plugin_pod()
     pod = walk.pods[0] if walk.pods else None
     own = {f"claim {walk.claim_key}"} | {f"pod {pod_key(p)}" for p in walk.pods}
-    classes = class_names(walk.claim)
+    classes = class_names(walk.claim) if "<class>" in steps else []
     return replace(
         node_context(snapshot, node, plugin, find_driver_namespace=wants_plugin),
         namespace=namespace_of(walk.claim),
@@ -618,8 +620,8 @@ def walk_context(walk: ClaimWalk, phases: Sequence[PhaseResult] = ()) -> NextCon
         pod_namespace=namespace_of(pod) if pod is not None else "",
         pod_name=name_of(pod) if pod is not None else "",
         device_class=classes[0] if len(classes) == 1 else "",
-        nvidia=NVIDIA in drivers,
-        allocated=walk.allocated,
+        nvidia=NVIDIA in drivers if wants_cdi else True,
+        allocated=allocated,
         own_commands=frozenset(own),
     )
 
@@ -720,6 +722,9 @@ def with_concrete_phases(
     phases: Sequence[PhaseResult], ctx: NextContext
 ) -> tuple[PhaseResult, ...]:
     """Every finding of ``phases`` with concrete next steps."""
-    return tuple(
-        replace(p, findings=tuple(with_concrete_next(f, ctx) for f in p.findings)) for p in phases
-    )
+    out: list[PhaseResult] = []
+    for phase in phases:
+        findings = tuple(with_concrete_next(f, ctx) for f in phase.findings)
+        same = all(a is b for a, b in zip(findings, phase.findings, strict=True))
+        out.append(phase if same else replace(phase, findings=findings))
+    return tuple(out)
