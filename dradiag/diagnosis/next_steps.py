@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dradiag.vocabulary import Finding
 
@@ -60,6 +60,8 @@ class NextContext:
     helm_release: str = ""
     device_class: str = ""
     pci_bus_id: str = ""
+    gpu_uuid: str = ""
+    """The (parent) GPU of the claim's device, as ``nvidia-smi -i`` takes it."""
     cdi_device_ids: tuple[str, ...] = ()
     nvidia: bool = True
     """The claim's devices are the NVIDIA GPU driver's (``gpu.nvidia.com``)."""
@@ -233,6 +235,7 @@ _PLACEHOLDER_VALUE: Mapping[str, Callable[[NextContext], str]] = {
     "node": lambda c: c.node or f"<{c.node_words}>",
     **dict.fromkeys(("pod", "consumer pod"), lambda c: c.pod_name),
     "pci bus id": lambda c: c.pci_bus_id,
+    "gpu": lambda c: c.gpu_uuid,
     "class": lambda c: c.device_class,
     "plugin service account": lambda c: c.plugin_service_account,
     **dict.fromkeys(
@@ -612,6 +615,9 @@ def walk_context(walk: ClaimWalk, phases: Sequence[PhaseResult] = ()) -> NextCon
     pod = walk.pods[0] if walk.pods else None
     own = {f"claim {walk.claim_key}"} | {f"pod {pod_key(p)}" for p in walk.pods}
     classes = class_names(walk.claim) if "<class>" in steps else []
+    gpu_uuid, pci_bus_id = (
+        _allocated_gpu(walk) if "<gpu>" in steps or "<pci bus id>" in steps else ("", "")
+    )
     return replace(
         node_context(snapshot, node, plugin, find_driver_namespace=wants_plugin),
         namespace=namespace_of(walk.claim),
@@ -620,10 +626,43 @@ def walk_context(walk: ClaimWalk, phases: Sequence[PhaseResult] = ()) -> NextCon
         pod_namespace=namespace_of(pod) if pod is not None else "",
         pod_name=name_of(pod) if pod is not None else "",
         device_class=classes[0] if len(classes) == 1 else "",
+        gpu_uuid=gpu_uuid,
+        pci_bus_id=pci_bus_id,
         nvidia=NVIDIA in drivers if wants_cdi else True,
         allocated=allocated,
         own_commands=frozenset(own),
     )
+
+
+def _allocated_gpu(walk: ClaimWalk) -> tuple[str, str]:
+    """(GPU UUID, PCI bus ID) of the claim's one allocated device, from its slice: a MIG
+    device's ``parentUUID``, a GPU's ``uuid``; ("", "") when not one device or not published."""
+    from dradiag.diagnosis.context import claim_devices
+
+    devices = claim_devices(walk.claim)
+    if len(devices) != 1:
+        return "", ""
+    _request, driver, pool, name = devices[0]
+    for slc in walk.snapshot.pool_slices(driver, pool):
+        for device in (slc.get("spec") or {}).get("devices") or ():
+            if not isinstance(device, Mapping) or device.get("name") != name:
+                continue
+            attrs = device.get("attributes") or {}
+            return (
+                _string_attribute(attrs, driver, "parentUUID", "uuid"),
+                _string_attribute(attrs, driver, "pciBusID", "pcieBusID"),
+            )
+    return "", ""
+
+
+def _string_attribute(attrs: Mapping[str, Any], driver: str, *keys: str) -> str:
+    """The first of ``keys`` a device publishes as a string, bare or domain-qualified."""
+    for key in keys:
+        for qualified in (key, f"{driver}/{key}", f"resource.kubernetes.io/{key}"):
+            value = attrs.get(qualified)
+            if isinstance(value, Mapping) and value.get("string"):
+                return str(value["string"])
+    return ""
 
 
 def node_context(

@@ -604,3 +604,46 @@ def test_explain_names_the_spec_file_of_the_pasted_cdi_id() -> None:
     ), steps
     assert not any(s.startswith("dradiag node") for s in steps)
     assert all(step_problems(s) == [] for s in steps)
+
+
+def test_the_walk_knows_the_plugin_pod_gpu_and_spec_of_a_prepared_claim() -> None:
+    from dradiag.diagnosis.context import ClaimWalk, WalkOptions, optional_rulebook
+    from dradiag.diagnosis.links import claim_links
+    from dradiag.diagnosis.model import PhaseResult
+    from dradiag.diagnosis.next_steps import walk_context
+    from dradiag.sources.manifests import load_snapshot
+    from dradiag.vocabulary import Finding, Phase, PhaseStatus, Severity
+
+    snapshot = load_snapshot(str(SAMPLES / "mig-create-failed-at-prepare"), exclude={"sample.yaml"})
+    claim = snapshot.claim("default", "pod-memsat-0004-mig-070gb-8g9dwhd-gpu-tpghv")
+    assert claim is not None
+    links = claim_links(snapshot, claim)
+    walk = ClaimWalk(
+        snapshot=snapshot,
+        claim=claim,
+        options=WalkOptions(),
+        pods=links.pod_objects(),
+        rulebook=optional_rulebook(),
+        links=links,
+    )
+    asks = Finding(
+        rule="DRA-PREP-MIG-CREATE-FAILED",
+        phase=Phase.PREPARE,
+        severity=Severity.ERROR,
+        title="t",
+        next=(
+            "nvidia-smi -i <gpu> --query-gpu=mig.mode.current --format=csv on the node",
+            "kubectl logs -n <driver-ns> <plugin pod on the node> -c gpus",
+            "ls -l /var/run/cdi/<CDI spec file> on the node",
+        ),
+    )
+    phase = PhaseResult(phase=Phase.PREPARE, status=PhaseStatus.BROKEN, findings=(asks,))
+    ctx = walk_context(walk, [phase])
+    # gpu-2-mig-4g95gb-5-0's parentUUID is gpu-2's uuid in the sample's slice.
+    assert concrete_steps(asks.next, ctx) == (
+        "nvidia-smi -i GPU-819e63c1-7230-5e24-ae95-c7b0988e7b5e --query-gpu=mig.mode.current "
+        "--format=csv on gb-nvl-027-compute09",
+        "kubectl logs -n nvidia-dra-driver-gpu nvidia-dra-driver-gpu-kubelet-plugin-x7k2q -c gpus",
+        "ls -l /var/run/cdi/k8s.gpu.nvidia.com-claim_3c8337ad-f366-4541-883d-30b9e99fd6be.yaml"
+        " on gb-nvl-027-compute09",
+    )
