@@ -551,21 +551,37 @@ def _diagnoses() -> Iterator[tuple[str, dict[str, Any]]]:
         yield f"field {case.name}: {case.spec['command']} {case.spec['target']}", cli(case.argv())
         # scan's claims and nodes, whose contexts the walk and the node diagnosis build.
         yield f"field {case.name}: scan", cli(["scan", "--from", str(case.input), "-o", "json"])
+        if case.name.startswith("sel-"):
+            source = ["--from", str(case.input)]
+            yield (
+                f"field {case.name}: selector-check",
+                cli(["selector-check", str(case.input), *source, "-o", "json"]),
+            )
 
 
 def _produced() -> Iterator[Any]:
     for label, doc in _diagnoses():
         command = label.split(": ", 1)[1]
         for item in doc.get("items") or [doc]:
-            steps = list((item.get("verdict") or {}).get("next") or [])
-            for phase in item.get("phases") or []:
-                for finding in phase.get("findings") or []:
-                    steps += finding.get("next") or []
+            steps = list(_next_lists(item))
             target = item.get("target") or {}
             own = {f"claim {target.get('namespace')}/{target.get('name')}", command}
             own |= {f"pod {p}" for p in target.get("pods") or []}
             for step in dict.fromkeys(steps):
                 yield pytest.param(step, own, id=f"{label[:60]}:{step[:40]}")
+
+
+def _next_lists(node: Any) -> Iterator[str]:
+    """Every string under a ``next`` key of a document, at any depth."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "next" and isinstance(value, list):
+                yield from (str(v) for v in value)
+            else:
+                yield from _next_lists(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _next_lists(value)
 
 
 PRODUCED = list(_produced())
