@@ -455,7 +455,13 @@ def _dradiag(command: str, ctx: NextContext) -> str | None:
                 f"kubectl get resourceclaim -n {ctx.namespace} {ctx.claim_name} -o yaml | "
                 f"dradiag selector-check -"
             )
-        words[2] = "<the claim's or its template's manifest>"
+        # A directory or file of manifests holds the claim (or its template) itself; an
+        # archive is not a manifest selector-check reads.
+        readable = ctx.offline_input and not ctx.offline_input.startswith("<")
+        if readable and not ctx.offline_input.endswith((".tar.gz", ".tgz", ".tar")):
+            words[2] = ctx.offline_input
+        else:
+            words[2] = "<the claim's or its template's manifest>"
     if (
         sub == "simulate"
         and ctx.claim_key

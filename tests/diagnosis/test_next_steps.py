@@ -461,6 +461,14 @@ def test_selector_check_of_a_live_claim_reads_it_from_the_cluster() -> None:
     assert concrete_step("dradiag selector-check <file>", CTX) == (
         "kubectl get resourceclaim -n ml trainer-gpu -o yaml | dradiag selector-check -"
     )
+    # Offline, a directory of manifests holds the claim; a bundle archive is not read as one.
+    in_dir = NextContext(**{**_fields(OFFLINE), "offline_input": "case/input"})
+    assert concrete_step("dradiag selector-check <file>", in_dir) == (
+        "dradiag selector-check case/input --from case/input"
+    )
+    assert concrete_step("dradiag selector-check <file>", OFFLINE) == (
+        "dradiag selector-check <the claim's or its template's manifest> --from bundle.tar.gz"
+    )
 
 
 # -- every rule's next templates ------------------------------------------------------------
