@@ -71,8 +71,8 @@ class NextContext:
     node_state_saved: bool = False
     """The offline input holds the node's ``dradiag node --save`` state."""
     own_commands: frozenset[str] = frozenset()
-    """``claim X`` / ``pod Y`` (``dradiag`` lines this diagnosis already answers), or
-    ``node`` when it is ``dradiag node``'s own output."""
+    """``claim X`` / ``pod Y`` (``dradiag`` lines this diagnosis already answers), and
+    ``scan`` or ``node`` when it is a row of ``dradiag scan`` or ``dradiag node``'s output."""
 
     @property
     def own_objects(self) -> dict[tuple[str, str], str]:
@@ -449,6 +449,8 @@ def _dradiag(command: str, ctx: NextContext) -> str | None:
         return None
     if sub == "node":
         return None if "node" in ctx.own_commands else _dradiag_node(ctx, command)
+    if sub == "scan" and "scan" in ctx.own_commands:
+        return None
     if sub == "selector-check" and len(words) > 2 and words[2].startswith("<"):
         if not ctx.offline_input and ctx.claim_name:
             return (
@@ -620,6 +622,8 @@ def walk_context(walk: ClaimWalk, phases: Sequence[PhaseResult] = ()) -> NextCon
         plugin = _facts(snapshot).only_plugin_pod()
     pod = walk.pods[0] if walk.pods else None
     own = {f"claim {walk.claim_key}"} | {f"pod {pod_key(p)}" for p in walk.pods}
+    if walk.shared is not None:
+        own.add("scan")  # a walk with the scan's shared facts is one row of a scan
     classes = class_names(walk.claim) if "<class>" in steps else []
     gpu_uuid, pci_bus_id = (
         _allocated_gpu(walk) if "<gpu>" in steps or "<pci bus id>" in steps else ("", "")

@@ -149,7 +149,9 @@ def diagnose_node(
     for problem in (pool_problems_by_node or {}).get(node, ()):
         findings.append(pool_finding(problem, blocking=True))
     result = phase_result(rulebook, phase, findings, PhaseStatus.OK, NVIDIA_DRIVER)
-    (result,) = with_concrete_phases((result,), node_context(snapshot, node, health.pod))
+    # Node diagnoses are rows of a scan: a next step never suggests the scan itself.
+    ctx = replace(node_context(snapshot, node, health.pod), own_commands=frozenset({"scan"}))
+    (result,) = with_concrete_phases((result,), ctx)
     target = Target(kind="Node", name=node)
     return Diagnosis(target=target, verdict=decide_verdict(target, (result,)), phases=(result,))
 
@@ -199,7 +201,12 @@ def scan_nodes(
         result = phase_result(shared.rulebook, Phase.PUBLICATION, found, PhaseStatus.OK)
         # The plugin pod is known from its log only: its namespace and name are the values.
         ctx = node_context(snapshot, "", None)
-        ctx = replace(ctx, plugin_namespace=namespace or ctx.plugin_namespace, plugin_pod=pod)
+        ctx = replace(
+            ctx,
+            plugin_namespace=namespace or ctx.plugin_namespace,
+            plugin_pod=pod,
+            own_commands=frozenset({"scan"}),
+        )
         (result,) = with_concrete_phases((result,), ctx)
         target = Target(kind="Pod", namespace=namespace or None, name=pod)
         diagnosis = Diagnosis(

@@ -607,6 +607,8 @@ def test_every_produced_next_step_runs_and_is_concrete(step: str, own: set[str])
         words = split_words(segment)
         if words[:2] in (["dradiag", "claim"], ["dradiag", "pod"]) and len(words) > 2:
             assert f"{words[1]} {words[2]}" not in own, f"suggests what was just run: {step}"
+        if words[:2] == ["dradiag", "scan"]:
+            assert "scan" not in own, f"scan suggests a scan: {step}"
 
 
 def test_explain_names_the_spec_file_of_the_pasted_cdi_id() -> None:
