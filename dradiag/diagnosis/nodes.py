@@ -16,7 +16,8 @@ from dradiag.diagnosis.context import (
 )
 from dradiag.diagnosis.findings import as_historical, phase_result
 from dradiag.diagnosis.model import Diagnosis, Target
-from dradiag.diagnosis.next_steps import node_context, with_concrete_phases
+from dradiag.diagnosis.next_context import node_context
+from dradiag.diagnosis.next_steps import with_concrete_phases
 from dradiag.diagnosis.phases.publication import pool_finding, pool_rules
 from dradiag.diagnosis.rule_ids import PUB_NODE_NO_SLICES
 from dradiag.diagnosis.scan_context import ScanContext

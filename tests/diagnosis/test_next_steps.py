@@ -23,10 +23,8 @@ import yaml
 
 from dradiag.cli.app import app, run
 from dradiag.diagnosis.findings import _context_placeholders
+from dradiag.diagnosis.next_context import NextContext, cdi_device_ids, cdi_spec_files
 from dradiag.diagnosis.next_steps import (
-    NextContext,
-    cdi_device_ids,
-    cdi_spec_files,
     command_segments,
     concrete_step,
     concrete_steps,
@@ -636,7 +634,7 @@ def test_the_walk_knows_the_plugin_pod_gpu_and_spec_of_a_prepared_claim() -> Non
     from dradiag.diagnosis.context import ClaimWalk, WalkOptions, optional_rulebook
     from dradiag.diagnosis.links import claim_links
     from dradiag.diagnosis.model import PhaseResult
-    from dradiag.diagnosis.next_steps import walk_context
+    from dradiag.diagnosis.next_context import walk_context
     from dradiag.sources.manifests import load_snapshot
     from dradiag.vocabulary import Finding, Phase, PhaseStatus, Severity
 

@@ -14,7 +14,7 @@ import typer
 from dradiag.cli.options import Output, OutputFormat
 
 if TYPE_CHECKING:
-    from dradiag.diagnosis.next_steps import NextContext
+    from dradiag.diagnosis.next_context import NextContext
 
 Message = Annotated[
     str,
@@ -61,7 +61,7 @@ def _pasted_context(text: str) -> NextContext:
     the claim UID inside them, and the node of a kubelet ``source.host``-style mention."""
     import re
 
-    from dradiag.diagnosis.next_steps import NextContext, cdi_device_ids
+    from dradiag.diagnosis.next_context import NextContext, cdi_device_ids
 
     ids = cdi_device_ids([text])
     uid = re.search(

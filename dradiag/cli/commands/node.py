@@ -127,7 +127,8 @@ def _catalogued(
     the node, its plugin pod and namespace filled in (``diagnosis/next_steps.py``)."""
     from dataclasses import replace
 
-    from dradiag.diagnosis.next_steps import NextContext, node_context, with_concrete_next
+    from dradiag.diagnosis.next_context import NextContext, node_context
+    from dradiag.diagnosis.next_steps import with_concrete_next
     from dradiag.rulebook import load_rulebook
 
     ctx = NextContext(node=node)

@@ -28,7 +28,7 @@ from dradiag.diagnosis.context import (
 )
 from dradiag.diagnosis.findings import as_historical, phase_result
 from dradiag.diagnosis.model import PhaseResult
-from dradiag.diagnosis.next_steps import cdi_spec_files
+from dradiag.diagnosis.next_context import cdi_spec_files
 from dradiag.diagnosis.rule_ids import INJ_CDI_NOT_APPLIED, INJ_CDI_SPEC_MISSING, INJ_CREATE_FAILED
 from dradiag.snapshot.model import (
     K8sObject,
