@@ -170,8 +170,6 @@ def walk_context(walk: ClaimWalk, phases: Sequence[PhaseResult] = ()) -> NextCon
         plugin = _facts(snapshot).only_plugin_pod()
     pod = walk.pods[0] if walk.pods else None
     own = {f"claim {walk.claim_key}"} | {f"pod {pod_key(p)}" for p in walk.pods}
-    if walk.shared is not None:
-        own.add("scan")  # a walk with the scan's shared facts is one row of a scan
     classes = class_names(walk.claim) if "<class>" in steps else []
     gpu_uuid, pci_bus_id = (
         _allocated_gpu(walk) if "<gpu>" in steps or "<pci bus id>" in steps else ("", "")

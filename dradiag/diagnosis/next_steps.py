@@ -37,7 +37,7 @@ from dradiag.diagnosis.next_context import (
 from dradiag.vocabulary import Finding
 
 if TYPE_CHECKING:
-    from dradiag.diagnosis.model import PhaseResult
+    from dradiag.diagnosis.model import Diagnosis, PhaseResult
 
 # -- splitting a step -------------------------------------------------------------------
 
@@ -336,8 +336,6 @@ def _dradiag(command: str, ctx: NextContext) -> str | None:
         return None
     if sub == "node":
         return None if "node" in ctx.own_commands else _dradiag_node(ctx, command)
-    if sub == "scan" and "scan" in ctx.own_commands:
-        return None
     if sub == "selector-check" and len(words) > 2 and words[2].startswith("<"):
         if not ctx.offline_input and ctx.claim_name:
             return (
@@ -484,3 +482,30 @@ def with_concrete_phases(
         same = all(a is b for a, b in zip(findings, phase.findings, strict=True))
         out.append(phase if same else replace(phase, findings=findings))
     return tuple(out)
+
+
+def without_command(diagnoses: Sequence[Diagnosis], command: str) -> list[Diagnosis]:
+    """``diagnoses`` without next steps that run ``dradiag <command>``: the rows of a
+    ``scan`` never suggest a scan. A claim's walk does not know it is a scan row (the
+    scan's shared facts must not change what a walk says), so the scan drops them."""
+    prefix = f"dradiag {command}"
+
+    def keep(step: str) -> bool:
+        return not any(seg.split()[:2] == prefix.split() for seg in command_segments(step))
+
+    def pruned(steps: tuple[str, ...]) -> tuple[str, ...]:
+        return steps if prefix not in " ".join(steps) else tuple(n for n in steps if keep(n))
+
+    out: list[Diagnosis] = []
+    for d in diagnoses:
+        if prefix not in " ".join(n for p in d.phases for f in p.findings for n in f.next):
+            out.append(d)
+            continue
+        phases = tuple(
+            replace(p, findings=tuple(replace(f, next=pruned(f.next)) for f in p.findings))
+            for p in d.phases
+        )
+        out.append(
+            replace(d, phases=phases, verdict=replace(d.verdict, next=pruned(d.verdict.next)))
+        )
+    return out

@@ -150,9 +150,7 @@ def diagnose_node(
     for problem in (pool_problems_by_node or {}).get(node, ()):
         findings.append(pool_finding(problem, blocking=True))
     result = phase_result(rulebook, phase, findings, PhaseStatus.OK, NVIDIA_DRIVER)
-    # Node diagnoses are rows of a scan: a next step never suggests the scan itself.
-    ctx = replace(node_context(snapshot, node, health.pod), own_commands=frozenset({"scan"}))
-    (result,) = with_concrete_phases((result,), ctx)
+    (result,) = with_concrete_phases((result,), node_context(snapshot, node, health.pod))
     target = Target(kind="Node", name=node)
     return Diagnosis(target=target, verdict=decide_verdict(target, (result,)), phases=(result,))
 
@@ -202,12 +200,7 @@ def scan_nodes(
         result = phase_result(shared.rulebook, Phase.PUBLICATION, found, PhaseStatus.OK)
         # The plugin pod is known from its log only: its namespace and name are the values.
         ctx = node_context(snapshot, "", None)
-        ctx = replace(
-            ctx,
-            plugin_namespace=namespace or ctx.plugin_namespace,
-            plugin_pod=pod,
-            own_commands=frozenset({"scan"}),
-        )
+        ctx = replace(ctx, plugin_namespace=namespace or ctx.plugin_namespace, plugin_pod=pod)
         (result,) = with_concrete_phases((result,), ctx)
         target = Target(kind="Pod", namespace=namespace or None, name=pod)
         diagnosis = Diagnosis(

@@ -66,6 +66,7 @@ def scan(
     )
     from dradiag.cli.inputs import Target
     from dradiag.diagnosis.build import scan as scan_snapshot
+    from dradiag.diagnosis.next_steps import without_command
     from dradiag.errors import UsageError
     from dradiag.render.text import render_scan
     from dradiag.snapshot import coverage
@@ -89,7 +90,9 @@ def scan(
         no_color=no_color,
         exit_zero=exit_zero,
     )
-    diagnoses = scan_snapshot(snapshot, namespace=namespace or None, options=options)
+    diagnoses = without_command(
+        scan_snapshot(snapshot, namespace=namespace or None, options=options), "scan"
+    )
     unread = coverage.unread(snapshot, coverage.SCAN_NEEDS)
     if unread:
         logging.getLogger("dradiag.scan").warning(
