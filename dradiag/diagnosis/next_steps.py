@@ -490,19 +490,29 @@ def without_command(diagnoses: Sequence[Diagnosis], command: str) -> list[Diagno
     scan's shared facts must not change what a walk says), so the scan drops them."""
     prefix = f"dradiag {command}"
 
+    # The command at the start of the step, of a pipeline part or of a `backticked` one.
+    runs = re.compile(r"(?:^|`|[|;]\s*)" + re.escape(prefix) + r"(?=\s|`|$)")
+
     def keep(step: str) -> bool:
-        return not any(seg.split()[:2] == prefix.split() for seg in command_segments(step))
+        return runs.search(step) is None
 
     def pruned(steps: tuple[str, ...]) -> tuple[str, ...]:
-        return steps if prefix not in " ".join(steps) else tuple(n for n in steps if keep(n))
+        return tuple(n for n in steps if prefix not in n or keep(n))
+
+    def finding(f: Finding) -> Finding:
+        return f if not any(prefix in n for n in f.next) else replace(f, next=pruned(f.next))
 
     out: list[Diagnosis] = []
     for d in diagnoses:
-        if prefix not in " ".join(n for p in d.phases for f in p.findings for n in f.next):
+        if not any(prefix in n for n in d.verdict.next) and not any(
+            prefix in n for p in d.phases for f in p.findings for n in f.next
+        ):
             out.append(d)
             continue
         phases = tuple(
-            replace(p, findings=tuple(replace(f, next=pruned(f.next)) for f in p.findings))
+            p
+            if not any(prefix in n for f in p.findings for n in f.next)
+            else replace(p, findings=tuple(finding(f) for f in p.findings))
             for p in d.phases
         )
         out.append(
