@@ -48,6 +48,8 @@ from dradiag.diagnosis.context import (
 from dradiag.diagnosis.lifecycle import with_basis
 from dradiag.diagnosis.links import ClaimLinks, claim_links
 from dradiag.diagnosis.model import Diagnosis, PhaseResult, Target
+from dradiag.diagnosis.next_context import walk_context
+from dradiag.diagnosis.next_steps import with_concrete_phases
 from dradiag.diagnosis.node_evidence import with_node_evidence
 from dradiag.diagnosis.nodes import diagnose_node, scan_nodes
 from dradiag.diagnosis.phases.allocation import decompose_fit_error, phase_allocation
@@ -176,6 +178,7 @@ def walk_claim(
         walk, (publication, selection, allocation, prepare, injection, workload, unprepare)
     )
     assert tuple(p.phase for p in phases) == PHASE_ORDER
+    phases = with_concrete_phases(phases, walk_context(walk, phases))
     target = _target(walk)
     return Diagnosis(target=target, verdict=decide_verdict(target, phases), phases=phases)
 

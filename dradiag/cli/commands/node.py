@@ -124,11 +124,23 @@ def _cluster(
     return snapshot, block
 
 
-def _catalogued(findings: list[Finding]) -> list[Finding]:
-    """Titles and generic next steps from the rule catalogue, as the diagnosis does."""
+def _catalogued(
+    findings: list[Finding], snapshot: Snapshot | None = None, node: str = ""
+) -> list[Finding]:
+    """Titles and generic next steps from the rule catalogue, as the diagnosis does, with
+    the node, its plugin pod and namespace filled in (``diagnosis/next_steps.py``)."""
     from dataclasses import replace
 
+    from dradiag.diagnosis.next_context import NextContext, node_context
+    from dradiag.diagnosis.next_steps import with_concrete_next
     from dradiag.rulebook import load_rulebook
+
+    ctx = NextContext(node=node)
+    if snapshot is not None:
+        from dradiag.analyses.plugin_health import plugin_health
+
+        ctx = node_context(snapshot, node, plugin_health(snapshot, node).pod if node else None)
+    ctx = replace(ctx, own_commands=frozenset({"node"}))
 
     rulebook = load_rulebook()
     out = []
@@ -142,7 +154,7 @@ def _catalogued(findings: list[Finding]) -> list[Finding]:
             n for n in rule.next if n not in f.next and "{" not in n and "dradiag node" not in n
         )
         out.append(replace(f, title=rule.title or f.title, next=f.next + extra))
-    return out
+    return [with_concrete_next(f, ctx) for f in out]
 
 
 def node(
@@ -226,7 +238,7 @@ def node(
         no_color=no_color,
     )
     snapshot, cluster = _cluster(options, name, no_cluster=no_cluster, saved=state.source != "live")
-    findings = _catalogued(check_node(state, snapshot))
+    findings = _catalogued(check_node(state, snapshot), snapshot, name)
     doc = node_document(state, findings, cluster=cluster)
     if output is OutputFormat.TEXT:
         render_node_text(doc, no_color=no_color)

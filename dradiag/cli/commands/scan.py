@@ -191,6 +191,7 @@ def scan(
     )
     from dradiag.cli.inputs import Target
     from dradiag.diagnosis.build import scan as scan_snapshot
+    from dradiag.diagnosis.next_steps import without_command
     from dradiag.diagnosis.scan_scope import ScanScope, Silence, select_rows
     from dradiag.errors import UsageError
     from dradiag.snapshot import coverage
@@ -238,7 +239,9 @@ def scan(
         no_color=no_color,
         exit_zero=exit_zero,
     )
-    diagnoses = scan_snapshot(snapshot, namespace=namespace or None, options=options)
+    diagnoses = without_command(
+        scan_snapshot(snapshot, namespace=namespace or None, options=options), "scan"
+    )
     selection = select_rows(snapshot, diagnoses, scope, silences)
     unread = coverage.unread(snapshot, coverage.SCAN_NEEDS)
     if unread:
