@@ -60,9 +60,9 @@ RequestTimeout = Annotated[
         "--request-timeout",
         metavar="DURATION",
         parser=parse_timeout,
-        show_default="10s",
+        show_default=False,
         help="Timeout for each request to the API server, as kubectl takes it: 1s, 2m, 3h, "
-        "a bare integer in seconds, or 0 for none.",
+        "a bare integer in seconds, or 0 for none. Default: 10s.",
     ),
 ]
 
@@ -140,8 +140,9 @@ Timeout = Annotated[
         "--timeout",
         metavar="DURATION",
         parser=parse_timeout,
+        show_default=False,
         help="Overall time limit for reading the cluster (1s, 2m, 3h, seconds, 0 for none); "
-        "reads not done by then are reported as unknown.",
+        "reads not done by then are reported as unknown. Default: 60s.",
     ),
 ]
 
@@ -159,12 +160,12 @@ StuckAfter = Annotated[
     typer.Option(
         "--stuck-after",
         metavar="DURATION",
-        show_default="5m",
+        show_default=False,
         parser=lambda value: (
             float(value) if isinstance(value, int | float) else parse_seconds(str(value))
         ),
         help="How long a scheduled pod may wait for Prepare (or termination) without any event "
-        "before dradiag calls it stuck: 300, 90s, 5m, 1h30m.",
+        "before dradiag calls it stuck: 300, 90s, 5m, 1h30m. Default: 5m.",
     ),
 ]
 
