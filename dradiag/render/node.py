@@ -120,6 +120,7 @@ def _draw(console: Any, doc: Mapping[str, Any]) -> None:
     from rich.tree import Tree
 
     from dradiag.render.columns import Column, fitted_table, hidden_note, print_table
+
     nvml = doc["nvml"]
     cluster = doc["source"]["cluster"]
     title = f"[bold]node {escape(doc['node'])}[/]  (node state: {doc['source']['node']}"

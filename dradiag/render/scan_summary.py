@@ -1,4 +1,4 @@
-"""The closing line of ``scan``'s text view: rows per phase, and what was silenced.
+"""The closing line of ``scan``'s text view: what was silenced or left outside the selection.
 
 Apart from ``render/text.py``'s table so the counts the document's ``summary`` block
 carries read the same in text; drawn from that block, never from the diagnoses.
@@ -11,12 +11,11 @@ from typing import Any
 
 
 def render_scan_summary(summary: Mapping[str, Any], *, silence_file: str | None = None) -> str:
-    """``by phase: allocation 2, prepare 1; 3 silenced (.dradiag-silence.yaml)``, or ""
-    when there is nothing to add to the table's own count line."""
+    """``3 silenced (.dradiag-silence.yaml); 2 outside the selection``, or "" when there
+    is nothing to add to the table's own count line."""
+    # The rows per phase close the table's own count line (render_scan); this line adds
+    # only what the table cannot show: what was silenced or left outside the selection.
     parts: list[str] = []
-    by_phase: Mapping[str, int] = summary.get("byPhase") or {}
-    if by_phase:
-        parts.append("by phase: " + ", ".join(f"{phase} {n}" for phase, n in by_phase.items()))
     silenced = int(summary.get("silenced") or 0)
     if silenced or silence_file:
         where = f" ({silence_file})" if silence_file else ""

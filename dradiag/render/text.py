@@ -336,8 +336,13 @@ def render_scan(
     broken = sum(1 for i in items if (i.get("verdict") or {}).get("status") == "broken")
     unknown = sum(1 for i in items if (i.get("verdict") or {}).get("status") == "inconclusive")
     if headers:
+        by_phase: Mapping[str, int] = (doc.get("summary") or {}).get("byPhase") or {}
+        per_phase = "; " + ", ".join(f"{ph} {n}" for ph, n in by_phase.items()) if by_phase else ""
         console.print(
-            Text(f"{len(items)} unhealthy: {broken} broken, {unknown} inconclusive", style="dim")
+            Text(
+                f"{len(items)} unhealthy: {broken} broken, {unknown} inconclusive{per_phase}",
+                style="dim",
+            )
         )
         note = hidden_note(layout, console.width)
         if note is not None:

@@ -83,7 +83,8 @@ def test_selector_drops_node_rows_and_says_so(cluster: Path, capsys) -> None:
     capsys.readouterr()
     run(["scan", "--from", str(cluster), "-l", "app=trainer"])
     out = capsys.readouterr().out
-    assert "by phase: selection 1; 2 outside the selection" in out
+    assert "1 unhealthy: 1 broken, 0 inconclusive; selection 1\n" in out
+    assert "2 outside the selection" in out
 
 
 @pytest.mark.parametrize(
