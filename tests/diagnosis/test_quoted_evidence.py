@@ -58,7 +58,6 @@ def long_message_input(tmp_path: Path) -> Path:
     for event in failed:
         event["message"] = LONG_MESSAGE
     path.write_text(yaml.safe_dump_all(events))
-    (root / "sample.yaml").unlink()
     return root
 
 
