@@ -70,8 +70,10 @@ def command_segments(step: str) -> list[str]:
     return out
 
 
-def _split_pipeline(text: str) -> list[str]:
-    parts: list[str] = []
+def _pipeline_pieces(text: str) -> list[str]:
+    """``text`` cut at each ``|`` and ``;`` outside quotes and ``<placeholders>``: the
+    commands at even indexes, the separators between them at odd ones."""
+    pieces: list[str] = []
     cur: list[str] = []
     quote = ""
     angle = 0
@@ -86,12 +88,16 @@ def _split_pipeline(text: str) -> list[str]:
         elif ch in "'\"" and not angle:
             quote = ch
         elif ch in "|;" and not angle:
-            parts.append("".join(cur))
+            pieces += ["".join(cur), ch]
             cur = []
             continue
         cur.append(ch)
-    parts.append("".join(cur))
-    return [p.replace("&&", " ").strip() for p in parts]
+    pieces.append("".join(cur))
+    return pieces
+
+
+def _split_pipeline(text: str) -> list[str]:
+    return [p.replace("&&", " ").strip() for p in _pipeline_pieces(text)[::2]]
 
 
 # -- filling in -------------------------------------------------------------------------
@@ -404,34 +410,14 @@ def _rewrite_pipeline(text: str, rewrite: Callable[[str], str]) -> str:
             return text
         return text[: len(text) - len(text.lstrip())] + rewrite(body) + text[len(text.rstrip()) :]
     out: list[str] = []
-    cur: list[str] = []
-    quote = ""
-
-    def flush() -> None:
-        seg = "".join(cur)
-        lead = seg[: len(seg) - len(seg.lstrip())]
-        trail = seg[len(seg.rstrip()) :]
-        body = seg.strip()
-        out.append(f"{lead}{rewrite(body) if body else body}{trail}")
-
-    angle = 0
-    for ch in text:
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch == "<":
-            angle += 1
-        elif ch == ">" and angle:
-            angle -= 1
-        elif ch in "'\"" and not angle:
-            quote = ch
-        elif ch in "|;" and not angle:
-            flush()
-            cur = []
-            out.append(ch)
+    for n, piece in enumerate(_pipeline_pieces(text)):
+        body = piece.strip()
+        if n % 2 or not body:
+            out.append(piece)
             continue
-        cur.append(ch)
-    flush()
+        lead = piece[: len(piece) - len(piece.lstrip())]
+        trail = piece[len(piece.rstrip()) :]
+        out.append(f"{lead}{rewrite(body)}{trail}")
     return "".join(out)
 
 
