@@ -294,7 +294,7 @@ def _compact(texts: Iterable[bytes]) -> Iterator[bytes]:
     that was 1.2 GB of RSS for a 73 MB file, and the page faults cost a second. A copy of
     a short text comes from Python's small-object allocator instead.
     """
-    return map(bytes, map(memoryview, texts))
+    return map(bytes, map(memoryview, texts))  # type: ignore[arg-type]
 
 
 def _scalar(value: Any) -> Any:

@@ -637,6 +637,54 @@ def test_grouped_evaluation_equals_device_by_device(
     } <= statuses
 
 
+ROW_EXPRESSIONS = [
+    *(e for _, exprs, _ in VARIED_REQUESTS for e in exprs if not e.endswith("&&")),
+    "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100' || "
+    "device.attributes['productName'].productName == 'x'",
+    "device.attributes['resource.kubernetes.io'].pciBusID.startsWith('0000:')",
+    "has(device.attributes['gpu.nvidia.com'].uuid) && "
+    "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('575.0.0'))",
+    "device.capacity['gpu.nvidia.com'].memory.isLessThan(quantity('1Ti')) || "
+    "device.attributes['gpu.nvidia.com'].flag == 1.0",
+    "!has(device.attributes['gpu.nvidia.com'].profile)",
+]
+
+
+@pytest.mark.parametrize("source", ["ordinary", "streamed"])
+def test_devices_read_as_columns_give_the_device_by_device_outcomes(
+    varied: Path, source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``device_outcomes`` by rows of read values (no CelDevice) equals the reference.
+
+    The varied fleet has devices without the key, values that do not convert, both
+    spellings of a name in both orders, and 1 / true / 1.0 under one name.
+    """
+    from dradiag.analyses.cel import compile_selector
+    from dradiag.analyses.selection import device_outcomes
+    from dradiag.analyses.selection.columns import row_outcomes
+
+    snapshot = (
+        load_snapshot(str(varied)) if source == "ordinary" else _streamed(varied, monkeypatch)
+    )
+    verdicts: set[Any] = set()
+    by_rows = 0
+    for nodes in (None, ["node-1", "node-3"]):
+        reference = build_inventory(snapshot, nodes=nodes, grouped=False)
+        for expression in ROW_EXPRESSIONS:
+            selector = compile_selector(expression)
+            expected = device_outcomes(reference, selector)
+            got = row_outcomes(build_inventory(snapshot, nodes=nodes), selector)
+            if got is None:
+                assert selector.rows() is None
+                continue
+            by_rows += 1
+            assert got == expected, expression
+            verdicts |= {o if isinstance(o, bool) else "error" for o in got}
+            assert device_outcomes(build_inventory(snapshot, nodes=nodes), selector) == expected
+    assert by_rows >= 2 * (len(ROW_EXPRESSIONS) - 4)
+    assert verdicts == {True, False, "error"}
+
+
 @pytest.mark.parametrize("source", ["ordinary", "streamed"])
 def test_a_device_converted_for_what_a_selector_reads_gives_the_same_outcome(
     varied: Path, source: str, monkeypatch: pytest.MonkeyPatch
