@@ -58,6 +58,12 @@ CHUNK_CHARS = 64 * 1024
 """Aim for array slices of this many characters (measured: 64-128 KiB decode fastest)."""
 
 MAX_PROBE_CHARS = 16 * CHUNK_CHARS
+
+MAP_PROBE_AFTER = 4096
+MAP_PROBE_EVERY = 64
+"""Once :data:`MAP_PROBE_AFTER` attribute maps were looked up and under one in eight
+was found shared, whole maps are looked up in one slice of :data:`MAP_PROBE_EVERY`
+only (the others share their values one by one, as fresh maps do)."""
 """How far past the aim a slice's end is looked for before decoding one item at a time."""
 
 
@@ -331,6 +337,9 @@ class _Interner:
         "capacity_maps",
         "exact",
         "maps",
+        "map_tries",
+        "map_hits",
+        "map_slices",
     )
 
     def __init__(self) -> None:
@@ -346,6 +355,12 @@ class _Interner:
         self.maps: dict[int, dict[str, Any]] = {}
         """Shared ``attributes`` maps by the hash of their JSON text (the text itself
         would cost as much memory as the maps; a hit is checked against it)."""
+        self.map_tries = 0
+        self.map_hits = 0
+        self.map_slices = 0
+        """Whole ``attributes`` maps looked up, found shared, and slices seen: when maps
+        are seldom shared (every device its own uuid), looking costs a text per map for
+        nothing, so it is only tried on one slice in :data:`MAP_PROBE_EVERY`."""
         self.exact = False
         """Set once the decoder met NaN or an infinity: attribute values are then shared
         one at a time (their JSON text would not tell NaN from null)."""
@@ -492,11 +507,15 @@ class _Interner:
         dumps = self.dumps
         if dumps is None or self.exact or set(map(type, attributes)) != {dict}:
             return False
+        self.map_slices += 1
+        if not self._look_up_maps():
+            return self._share_leaves(attributes)
         try:
             texts = list(map(dumps, attributes))
         except TypeError:
             return False
         maps = self.maps
+        self.map_tries += len(texts)
         fresh = []
         for i, text in enumerate(texts):
             mine = attributes[i]
@@ -510,8 +529,23 @@ class _Interner:
                     continue
                 attributes[i] = found
                 devices[i]["attributes"] = found
+        self.map_hits += len(texts) - len(fresh)
+        return self._share_leaves(fresh)
+
+    def _look_up_maps(self) -> bool:
+        """Whether this slice's whole maps are looked up (see ``map_tries``)."""
+        return (
+            self.map_tries < MAP_PROBE_AFTER
+            or self.map_hits * 8 >= self.map_tries
+            or self.map_slices % MAP_PROBE_EVERY == 0
+        )
+
+    def _share_leaves(self, fresh: list[dict[str, Any]]) -> bool:
+        """Share the values of the maps ``fresh`` one by one (by their JSON text)."""
         if not fresh:
             return True
+        dumps = self.dumps
+        assert dumps is not None
         keys = list(itertools.chain.from_iterable(fresh))
         leaves = list(itertools.chain.from_iterable(map(dict.values, fresh)))
         texts = list(_compact(map(dumps, leaves)))

@@ -580,15 +580,28 @@ def varied(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _streamed(path: Path, monkeypatch: pytest.MonkeyPatch) -> Snapshot:
+def _streamed(path: Path, monkeypatch: pytest.MonkeyPatch, *, whole_maps: bool = True) -> Snapshot:
+    """The streaming loader's Snapshot, in small slices; ``whole_maps=False``: as when
+    maps are seldom shared (values shared one by one, whole maps looked up rarely)."""
     from dradiag.sources import fleet as streaming
 
     monkeypatch.setattr(streaming, "CHUNK_CHARS", 512)
     monkeypatch.setattr(streaming, "MAX_PROBE_CHARS", 4096)
+    if not whole_maps:
+        looked: list[bool] = []
+
+        def look_up_maps(self: Any) -> bool:
+            looked.append(self.map_slices % 3 == 0)
+            return looked[-1]
+
+        monkeypatch.setattr(streaming._Interner, "_look_up_maps", look_up_maps)
+        snapshot = streaming.stream_slice_snapshot(str(path))
+        assert True in looked and False in looked
+        return snapshot
     return streaming.stream_slice_snapshot(str(path))
 
 
-@pytest.mark.parametrize("source", ["ordinary", "streamed"])
+@pytest.mark.parametrize("source", ["ordinary", "streamed", "streamed-values"])
 def test_grouped_evaluation_equals_device_by_device(
     varied: Path, source: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -596,7 +609,9 @@ def test_grouped_evaluation_equals_device_by_device(
     from dradiag.analyses.selection import device_outcomes, selection_problems
 
     snapshot = (
-        load_snapshot(str(varied)) if source == "ordinary" else _streamed(varied, monkeypatch)
+        load_snapshot(str(varied))
+        if source == "ordinary"
+        else _streamed(varied, monkeypatch, whole_maps=source == "streamed")
     )
     statuses = set()
     # Devices that do not convert make every class selector error on nodes 1 and 2.
@@ -605,7 +620,7 @@ def test_grouped_evaluation_equals_device_by_device(
         reference = build_inventory(snapshot, nodes=nodes, grouped=False)
         assert list(grouped.devices) == list(reference.devices)
         assert grouped.grouped and not reference.grouped
-        if source == "streamed" and nodes is None:
+        if source != "ordinary" and nodes is None:
             assert grouped._index is not None  # the loader's notes were used
         for spec in _varied_specs():
             fast = analyze_claim_selection(
@@ -650,7 +665,7 @@ ROW_EXPRESSIONS = [
 ]
 
 
-@pytest.mark.parametrize("source", ["ordinary", "streamed"])
+@pytest.mark.parametrize("source", ["ordinary", "streamed", "streamed-values"])
 def test_devices_read_as_columns_give_the_device_by_device_outcomes(
     varied: Path, source: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -664,7 +679,9 @@ def test_devices_read_as_columns_give_the_device_by_device_outcomes(
     from dradiag.analyses.selection.columns import row_outcomes
 
     snapshot = (
-        load_snapshot(str(varied)) if source == "ordinary" else _streamed(varied, monkeypatch)
+        load_snapshot(str(varied))
+        if source == "ordinary"
+        else _streamed(varied, monkeypatch, whole_maps=source == "streamed")
     )
     verdicts: set[Any] = set()
     by_rows = 0
