@@ -31,7 +31,7 @@ import json
 import operator
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -291,16 +291,22 @@ def fleet_index(snapshot: Snapshot) -> FleetIndex | None:
     return None
 
 
-def _compact(texts: Iterable[bytes]) -> Iterator[bytes]:
-    """Each of ``texts`` copied into a bytes object of its own size (in C, lazily).
+def _compact(
+    table: dict[bytes, Any], texts: list[bytes], values: list[Any], shared: list[Any]
+) -> None:
+    """Re-key ``table`` by exact-size copies of the texts that just became its keys.
 
-    orjson writes into a 1 KiB buffer and shrinks it in place: a text kept as a key
-    (every distinct attribute value's) then pins most of that KiB of the C heap, which
-    glibc cannot return or reuse. At 300k distinct values (a fleet of per-device uuids)
-    that was 1.2 GB of RSS for a 73 MB file, and the page faults cost a second. A copy of
-    a short text comes from Python's small-object allocator instead.
+    ``shared`` is ``map(table.setdefault, texts, values)``: where it is the value itself,
+    the text was new. orjson writes into a 1 KiB buffer and shrinks it in place: a text
+    kept as a key (every distinct attribute value's) then pins most of that KiB of the C
+    heap, which glibc cannot return or reuse. At 300k distinct values (a fleet of
+    per-device uuids) that was 1.2 GB of RSS for a 73 MB file, and the page faults cost
+    a second. A copy of a short text comes from Python's small-object allocator instead;
+    the texts that were not kept are freed with the caller's list.
     """
-    return map(bytes, map(memoryview, texts))  # type: ignore[arg-type]
+    pop = table.pop
+    for text in itertools.compress(texts, map(operator.is_, shared, values)):
+        table[bytes(memoryview(text))] = pop(text)
 
 
 def _scalar(value: Any) -> Any:
@@ -381,8 +387,9 @@ class _Interner:
                 if self.dumps is None or self.exact:
                     raise TypeError
                 # Shared by JSON text: 1, 1.0 and true differ there, as they do in CEL.
-                texts = _compact(map(self.dumps, leaves))
+                texts = list(map(self.dumps, leaves))
                 shared = list(map(self.values.setdefault, texts, leaves))
+                _compact(self.values, texts, leaves, shared)
             except TypeError:  # beyond what orjson writes exactly: one at a time
                 shared = [self._shared_value(leaf) for leaf in leaves]
             attributes.update(zip(keys, shared, strict=True))  # type: ignore[union-attr]
@@ -426,7 +433,7 @@ class _Interner:
         if not value or self.dumps is None:
             return None
         try:
-            fingerprint = bytes(memoryview(self.dumps(value)))  # kept: see _compact
+            fingerprint = bytes(memoryview(self.dumps(value)))  # may be kept: see _compact
         except TypeError:  # an integer beyond 64 bits, a lone surrogate (stdlib-decoded)
             return None
         if self.exact and b"null" in fingerprint:
@@ -548,9 +555,10 @@ class _Interner:
         assert dumps is not None
         keys = list(itertools.chain.from_iterable(fresh))
         leaves = list(itertools.chain.from_iterable(map(dict.values, fresh)))
-        texts = list(_compact(map(dumps, leaves)))
+        texts = list(map(dumps, leaves))
         self.names.update(keys)
-        shared = map(self.values.setdefault, texts, leaves)
+        shared = list(map(self.values.setdefault, texts, leaves))
+        _compact(self.values, texts, leaves, shared)
         owners = itertools.chain.from_iterable(map(repeat, fresh, map(len, fresh)))
         deque(map(dict.__setitem__, owners, keys, shared), maxlen=0)
         return True
@@ -563,12 +571,13 @@ class _Interner:
         if dumps is None or set(map(type, values)) != {kind} or not all(values):
             return False
         try:
-            texts = list(_compact(map(dumps, values)))
+            texts = list(map(dumps, values))
         except TypeError:
             return False
         if self.exact and any(map(bytes.__contains__, texts, repeat(b"null"))):
             return False  # (NaN, written as null, exists only once `exact` is set)
         shared = list(map(self.shared.setdefault, texts, values))
+        _compact(self.shared, texts, values, shared)
         if kind is dict:
             for new in itertools.compress(values, map(operator.is_, values, shared)):
                 self.capacity_names.update(new)
