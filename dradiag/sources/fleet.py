@@ -271,6 +271,9 @@ class FleetIndex:
     slices: dict[int, SliceDevices] = field(default_factory=dict)
     """By ``id`` of the ``spec.devices`` list."""
     attribute_values: list[Any] = field(default_factory=list)
+    checked_values: list[Any] | None = None
+    """The ``attribute_values`` that need a look to know whether they convert: all but
+    the plain ``{"string": ...}`` ones (None: not known, look at all)."""
     capacity_maps: list[Any] = field(default_factory=list)
     attribute_names: set[str] = field(default_factory=set)
     capacity_names: set[str] = field(default_factory=set)
@@ -292,7 +295,11 @@ def fleet_index(snapshot: Snapshot) -> FleetIndex | None:
 
 
 def _compact(
-    table: dict[bytes, Any], texts: list[bytes], values: list[Any], shared: list[Any]
+    table: dict[bytes, Any],
+    texts: list[bytes],
+    values: list[Any],
+    shared: list[Any],
+    unplain: list[Any] | None = None,
 ) -> None:
     """Re-key ``table`` by exact-size copies of the texts that just became its keys.
 
@@ -303,10 +310,21 @@ def _compact(
     per-device uuids) that was 1.2 GB of RSS for a 73 MB file, and the page faults cost
     a second. A copy of a short text comes from Python's small-object allocator instead;
     the texts that were not kept are freed with the caller's list.
+
+    With ``unplain``, each new value that is not a plain ``{"string": "..."}`` (which
+    always converts for CEL) is appended to it: told from its text, whose only quotes
+    are then the four of ``{"string":"…"}``.
     """
     pop = table.pop
-    for text in itertools.compress(texts, map(operator.is_, shared, values)):
+    fresh = itertools.compress(zip(texts, values, strict=True), map(operator.is_, shared, values))
+    if unplain is None:
+        for text, _ in fresh:
+            table[bytes(memoryview(text))] = pop(text)
+        return
+    for text, value in fresh:
         table[bytes(memoryview(text))] = pop(text)
+        if not (text.startswith(b'{"string":"') and text.endswith(b'"}') and text.count(b'"') == 4):
+            unplain.append(value)
 
 
 def _scalar(value: Any) -> Any:
@@ -335,6 +353,7 @@ class _Interner:
         "shared",
         "dumps",
         "loose_values",
+        "unplain",
         "loose_maps",
         "names",
         "capacity_names",
@@ -352,6 +371,8 @@ class _Interner:
         self.values: dict[Any, Any] = {}
         self.shared: dict[bytes, Any] = {}
         self.loose_values: list[Any] = []
+        self.unplain: list[Any] = []
+        """The shared values (of ``values``) that are not plain strings (see _compact)."""
         self.loose_maps: list[Any] = []
         self.names: set[str] = set()
         self.capacity_names: set[str] = set()
@@ -389,7 +410,7 @@ class _Interner:
                 # Shared by JSON text: 1, 1.0 and true differ there, as they do in CEL.
                 texts = list(map(self.dumps, leaves))
                 shared = list(map(self.values.setdefault, texts, leaves))
-                _compact(self.values, texts, leaves, shared)
+                _compact(self.values, texts, leaves, shared, self.unplain)
             except TypeError:  # beyond what orjson writes exactly: one at a time
                 shared = [self._shared_value(leaf) for leaf in leaves]
             attributes.update(zip(keys, shared, strict=True))  # type: ignore[union-attr]
@@ -443,6 +464,8 @@ class _Interner:
     def index(self) -> FleetIndex:
         return FleetIndex(
             attribute_values=[*self.values.values(), *self.loose_values],
+            # Once NaN was met values are keyed by (member, scalar, type), not by text.
+            checked_values=None if self.exact else [*self.unplain, *self.loose_values],
             capacity_maps=self.capacity_maps + self.loose_maps,
             attribute_names=self.names,
             capacity_names=self.capacity_names,
@@ -558,7 +581,7 @@ class _Interner:
         texts = list(map(dumps, leaves))
         self.names.update(keys)
         shared = list(map(self.values.setdefault, texts, leaves))
-        _compact(self.values, texts, leaves, shared)
+        _compact(self.values, texts, leaves, shared, self.unplain)
         owners = itertools.chain.from_iterable(map(repeat, fresh, map(len, fresh)))
         deque(map(dict.__setitem__, owners, keys, shared), maxlen=0)
         return True

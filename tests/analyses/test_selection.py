@@ -860,3 +860,48 @@ def test_catalogue_by_columns_equals_device_by_device(
     for nodes in (None, ["node-4"]):
         inventory = build_inventory(snapshot, nodes=nodes)
         assert inventory.catalogue == AttributeCatalogue.of(inventory.devices)
+
+
+def test_the_loader_names_the_values_that_need_a_conversion_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plain ``{"string": ...}`` values always convert; every other one is looked at."""
+    import json
+
+    from dradiag.sources.fleet import fleet_index
+
+    odd = {
+        "two-members": {"string": "a", "int": "x"},  # CEL reads the int: does not convert
+        "quoted": {"string": 'q"uote'},
+        "version": {"version": "1.2.3"},
+        "count": {"int": 3},
+        "null": {"string": None},
+    }
+    devices = []
+    for i in range(6):
+        attributes: dict[str, Any] = {"uuid": {"string": f"GPU-{i}"}}
+        if i < len(odd):
+            name = list(odd)[i]
+            attributes[name] = odd[name]
+        devices.append({"name": f"gpu-{i}", "attributes": attributes})
+    item = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "s"},
+        "spec": {"driver": "gpu.nvidia.com", "nodeName": "n", "pool": {"name": "n"}},
+    }
+    items = [{**item, "spec": {**item["spec"], "devices": [d]}} for d in devices]
+    path = tmp_path / "fleet.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    snapshot = _streamed(path, monkeypatch)
+    index = fleet_index(snapshot)
+    assert index is not None and index.checked_values is not None
+    assert sorted(map(json.dumps, index.checked_values)) == sorted(map(json.dumps, odd.values()))
+    inventory = build_inventory(snapshot)
+    errors = inventory.conversion_errors()
+    assert [inventory.ref(i) for i in errors] == [
+        "gpu.nvidia.com/n/gpu-0",
+        "gpu.nvidia.com/n/gpu-4",
+    ]
+    reference = build_inventory(load_snapshot(str(path)), grouped=False)
+    assert errors == {i: reference.cel(i).error for i in range(6) if reference.cel(i).error}

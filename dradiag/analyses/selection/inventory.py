@@ -554,10 +554,12 @@ class DeviceInventory:
         index = self._index
         if index is not None:
             # Every value object of every device is in the loader's lists: check those.
-            values = index.attribute_values
-            strings = string_members(values) if values else None
-            if strings is not None:  # the plain strings need no look
-                values = list(itertools.compress(values, map(operator.not_, is_str(strings))))
+            values = index.checked_values
+            if values is None:
+                values = index.attribute_values
+                strings = string_members(values) if values else None
+                if strings is not None:  # the plain strings need no look
+                    values = list(itertools.compress(values, map(operator.not_, is_str(strings))))
             wrong = {id(leaf) for leaf in values if not leaves.converts("attributes", leaf)}
             maps = {
                 id(m)
