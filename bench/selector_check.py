@@ -276,8 +276,16 @@ print(elapsed, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, c
 
 
 def _child(code: str, *args: str) -> list[float]:
+    """One fresh process's printed figures.
+
+    Bytecode caching is on, as for an installed package (pip compiles it at install
+    time; bench/diagnose.py and bench/scan.py do the same); some environments set
+    PYTHONDONTWRITEBYTECODE, which would charge every run the compilation of every
+    module dradiag imports.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     done = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, env=env
     )
     return [float(v) for v in done.stdout.split()]
 

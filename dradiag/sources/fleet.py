@@ -21,7 +21,12 @@ While a slice's devices are still in the cache, the loader also notes what
 ``analyses.selection.build_inventory`` reads of them and keeps every distinct value it
 shared (:class:`FleetIndex`, found again with :func:`fleet_index`): the inventory then
 needs no pass of its own over 160k devices, and whether every value converts for CEL is
-asked of a few thousand objects.
+asked only of the distinct values that are not plain strings.
+
+Sharing is by JSON text: whole ``attributes`` maps first (while they are found; a fleet
+of per-device uuids has none to find), then the values of the maps not seen before. A
+text kept as a key is an exact-size copy (:func:`_compact`): orjson's own would pin a
+KiB of the C heap each.
 """
 
 from __future__ import annotations
@@ -58,6 +63,12 @@ CHUNK_CHARS = 64 * 1024
 """Aim for array slices of this many characters (measured: 64-128 KiB decode fastest)."""
 
 MAX_PROBE_CHARS = 16 * CHUNK_CHARS
+
+MAP_PROBE_AFTER = 4096
+MAP_PROBE_EVERY = 64
+"""Once :data:`MAP_PROBE_AFTER` attribute maps were looked up and under one in eight
+was found shared, whole maps are looked up in one slice of :data:`MAP_PROBE_EVERY`
+only (the others share their values one by one, as fresh maps do)."""
 """How far past the aim a slice's end is looked for before decoding one item at a time."""
 
 
@@ -265,6 +276,9 @@ class FleetIndex:
     slices: dict[int, SliceDevices] = field(default_factory=dict)
     """By ``id`` of the ``spec.devices`` list."""
     attribute_values: list[Any] = field(default_factory=list)
+    checked_values: list[Any] | None = None
+    """The ``attribute_values`` that need a look to know whether they convert: all but
+    the plain ``{"string": ...}`` ones (None: not known, look at all)."""
     capacity_maps: list[Any] = field(default_factory=list)
     attribute_names: set[str] = field(default_factory=set)
     capacity_names: set[str] = field(default_factory=set)
@@ -283,6 +297,39 @@ def fleet_index(snapshot: Snapshot) -> FleetIndex | None:
         if known is snapshot:
             return index
     return None
+
+
+def _compact(
+    table: dict[bytes, Any],
+    texts: list[bytes],
+    values: list[Any],
+    shared: list[Any],
+    unplain: list[Any] | None = None,
+) -> None:
+    """Re-key ``table`` by exact-size copies of the texts that just became its keys.
+
+    ``shared`` is ``map(table.setdefault, texts, values)``: where it is the value itself,
+    the text was new. orjson writes into a 1 KiB buffer and shrinks it in place: a text
+    kept as a key (every distinct attribute value's) then pins most of that KiB of the C
+    heap, which glibc cannot return or reuse. At 300k distinct values (a fleet of
+    per-device uuids) that was 1.2 GB of RSS for a 73 MB file, and the page faults cost
+    a second. A copy of a short text comes from Python's small-object allocator instead;
+    the texts that were not kept are freed with the caller's list.
+
+    With ``unplain``, each new value that is not a plain ``{"string": "..."}`` (which
+    always converts for CEL) is appended to it: told from its text, whose only quotes
+    are then the four of ``{"string":"…"}``.
+    """
+    pop = table.pop
+    fresh = itertools.compress(zip(texts, values, strict=True), map(operator.is_, shared, values))
+    if unplain is None:
+        for text, _ in fresh:
+            table[bytes(memoryview(text))] = pop(text)
+        return
+    for text, value in fresh:
+        table[bytes(memoryview(text))] = pop(text)
+        if not (text.startswith(b'{"string":"') and text.endswith(b'"}') and text.count(b'"') == 4):
+            unplain.append(value)
 
 
 def _scalar(value: Any) -> Any:
@@ -311,6 +358,7 @@ class _Interner:
         "shared",
         "dumps",
         "loose_values",
+        "unplain",
         "loose_maps",
         "names",
         "capacity_names",
@@ -319,12 +367,17 @@ class _Interner:
         "capacity_maps",
         "exact",
         "maps",
+        "map_tries",
+        "map_hits",
+        "map_slices",
     )
 
     def __init__(self) -> None:
         self.values: dict[Any, Any] = {}
         self.shared: dict[bytes, Any] = {}
         self.loose_values: list[Any] = []
+        self.unplain: list[Any] = []
+        """The shared values (of ``values``) that are not plain strings (see _compact)."""
         self.loose_maps: list[Any] = []
         self.names: set[str] = set()
         self.capacity_names: set[str] = set()
@@ -334,6 +387,12 @@ class _Interner:
         self.maps: dict[int, dict[str, Any]] = {}
         """Shared ``attributes`` maps by the hash of their JSON text (the text itself
         would cost as much memory as the maps; a hit is checked against it)."""
+        self.map_tries = 0
+        self.map_hits = 0
+        self.map_slices = 0
+        """Whole ``attributes`` maps looked up, found shared, and slices seen: when maps
+        are seldom shared (every device its own uuid), looking costs a text per map for
+        nothing, so it is only tried on one slice in :data:`MAP_PROBE_EVERY`."""
         self.exact = False
         """Set once the decoder met NaN or an infinity: attribute values are then shared
         one at a time (their JSON text would not tell NaN from null)."""
@@ -354,7 +413,9 @@ class _Interner:
                 if self.dumps is None or self.exact:
                     raise TypeError
                 # Shared by JSON text: 1, 1.0 and true differ there, as they do in CEL.
-                shared = list(map(self.values.setdefault, map(self.dumps, leaves), leaves))
+                texts = list(map(self.dumps, leaves))
+                shared = list(map(self.values.setdefault, texts, leaves))
+                _compact(self.values, texts, leaves, shared, self.unplain)
             except TypeError:  # beyond what orjson writes exactly: one at a time
                 shared = [self._shared_value(leaf) for leaf in leaves]
             attributes.update(zip(keys, shared, strict=True))  # type: ignore[union-attr]
@@ -398,7 +459,7 @@ class _Interner:
         if not value or self.dumps is None:
             return None
         try:
-            fingerprint = self.dumps(value)
+            fingerprint = bytes(memoryview(self.dumps(value)))  # may be kept: see _compact
         except TypeError:  # an integer beyond 64 bits, a lone surrogate (stdlib-decoded)
             return None
         if self.exact and b"null" in fingerprint:
@@ -408,6 +469,8 @@ class _Interner:
     def index(self) -> FleetIndex:
         return FleetIndex(
             attribute_values=[*self.values.values(), *self.loose_values],
+            # Once NaN was met values are keyed by (member, scalar, type), not by text.
+            checked_values=None if self.exact else [*self.unplain, *self.loose_values],
             capacity_maps=self.capacity_maps + self.loose_maps,
             attribute_names=self.names,
             capacity_names=self.capacity_names,
@@ -479,11 +542,15 @@ class _Interner:
         dumps = self.dumps
         if dumps is None or self.exact or set(map(type, attributes)) != {dict}:
             return False
+        self.map_slices += 1
+        if not self._look_up_maps():
+            return self._share_leaves(attributes)
         try:
             texts = list(map(dumps, attributes))
         except TypeError:
             return False
         maps = self.maps
+        self.map_tries += len(texts)
         fresh = []
         for i, text in enumerate(texts):
             mine = attributes[i]
@@ -497,13 +564,29 @@ class _Interner:
                     continue
                 attributes[i] = found
                 devices[i]["attributes"] = found
+        self.map_hits += len(texts) - len(fresh)
+        return self._share_leaves(fresh)
+
+    def _look_up_maps(self) -> bool:
+        """Whether this slice's whole maps are looked up (see ``map_tries``)."""
+        return (
+            self.map_tries < MAP_PROBE_AFTER
+            or self.map_hits * 8 >= self.map_tries
+            or self.map_slices % MAP_PROBE_EVERY == 0
+        )
+
+    def _share_leaves(self, fresh: list[dict[str, Any]]) -> bool:
+        """Share the values of the maps ``fresh`` one by one (by their JSON text)."""
         if not fresh:
             return True
+        dumps = self.dumps
+        assert dumps is not None
         keys = list(itertools.chain.from_iterable(fresh))
         leaves = list(itertools.chain.from_iterable(map(dict.values, fresh)))
         texts = list(map(dumps, leaves))
         self.names.update(keys)
-        shared = map(self.values.setdefault, texts, leaves)
+        shared = list(map(self.values.setdefault, texts, leaves))
+        _compact(self.values, texts, leaves, shared, self.unplain)
         owners = itertools.chain.from_iterable(map(repeat, fresh, map(len, fresh)))
         deque(map(dict.__setitem__, owners, keys, shared), maxlen=0)
         return True
@@ -522,6 +605,7 @@ class _Interner:
         if self.exact and any(map(bytes.__contains__, texts, repeat(b"null"))):
             return False  # (NaN, written as null, exists only once `exact` is set)
         shared = list(map(self.shared.setdefault, texts, values))
+        _compact(self.shared, texts, values, shared)
         if kind is dict:
             for new in itertools.compress(values, map(operator.is_, values, shared)):
                 self.capacity_names.update(new)

@@ -580,15 +580,28 @@ def varied(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _streamed(path: Path, monkeypatch: pytest.MonkeyPatch) -> Snapshot:
+def _streamed(path: Path, monkeypatch: pytest.MonkeyPatch, *, whole_maps: bool = True) -> Snapshot:
+    """The streaming loader's Snapshot, in small slices; ``whole_maps=False``: as when
+    maps are seldom shared (values shared one by one, whole maps looked up rarely)."""
     from dradiag.sources import fleet as streaming
 
     monkeypatch.setattr(streaming, "CHUNK_CHARS", 512)
     monkeypatch.setattr(streaming, "MAX_PROBE_CHARS", 4096)
+    if not whole_maps:
+        looked: list[bool] = []
+
+        def look_up_maps(self: Any) -> bool:
+            looked.append(self.map_slices % 3 == 0)
+            return looked[-1]
+
+        monkeypatch.setattr(streaming._Interner, "_look_up_maps", look_up_maps)
+        snapshot = streaming.stream_slice_snapshot(str(path))
+        assert True in looked and False in looked
+        return snapshot
     return streaming.stream_slice_snapshot(str(path))
 
 
-@pytest.mark.parametrize("source", ["ordinary", "streamed"])
+@pytest.mark.parametrize("source", ["ordinary", "streamed", "streamed-values"])
 def test_grouped_evaluation_equals_device_by_device(
     varied: Path, source: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -596,7 +609,9 @@ def test_grouped_evaluation_equals_device_by_device(
     from dradiag.analyses.selection import device_outcomes, selection_problems
 
     snapshot = (
-        load_snapshot(str(varied)) if source == "ordinary" else _streamed(varied, monkeypatch)
+        load_snapshot(str(varied))
+        if source == "ordinary"
+        else _streamed(varied, monkeypatch, whole_maps=source == "streamed")
     )
     statuses = set()
     # Devices that do not convert make every class selector error on nodes 1 and 2.
@@ -605,7 +620,7 @@ def test_grouped_evaluation_equals_device_by_device(
         reference = build_inventory(snapshot, nodes=nodes, grouped=False)
         assert list(grouped.devices) == list(reference.devices)
         assert grouped.grouped and not reference.grouped
-        if source == "streamed" and nodes is None:
+        if source != "ordinary" and nodes is None:
             assert grouped._index is not None  # the loader's notes were used
         for spec in _varied_specs():
             fast = analyze_claim_selection(
@@ -635,6 +650,56 @@ def test_grouped_evaluation_equals_device_by_device(
         RequestStatus.CLASS_MISSING,
         RequestStatus.COUNT_INFEASIBLE,
     } <= statuses
+
+
+ROW_EXPRESSIONS = [
+    *(e for _, exprs, _ in VARIED_REQUESTS for e in exprs if not e.endswith("&&")),
+    "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100' || "
+    "device.attributes['productName'].productName == 'x'",
+    "device.attributes['resource.kubernetes.io'].pciBusID.startsWith('0000:')",
+    "has(device.attributes['gpu.nvidia.com'].uuid) && "
+    "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('575.0.0'))",
+    "device.capacity['gpu.nvidia.com'].memory.isLessThan(quantity('1Ti')) || "
+    "device.attributes['gpu.nvidia.com'].flag == 1.0",
+    "!has(device.attributes['gpu.nvidia.com'].profile)",
+]
+
+
+@pytest.mark.parametrize("source", ["ordinary", "streamed", "streamed-values"])
+def test_devices_read_as_columns_give_the_device_by_device_outcomes(
+    varied: Path, source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``device_outcomes`` by rows of read values (no CelDevice) equals the reference.
+
+    The varied fleet has devices without the key, values that do not convert, both
+    spellings of a name in both orders, and 1 / true / 1.0 under one name.
+    """
+    from dradiag.analyses.cel import compile_selector
+    from dradiag.analyses.selection import device_outcomes
+    from dradiag.analyses.selection.columns import row_outcomes
+
+    snapshot = (
+        load_snapshot(str(varied))
+        if source == "ordinary"
+        else _streamed(varied, monkeypatch, whole_maps=source == "streamed")
+    )
+    verdicts: set[Any] = set()
+    by_rows = 0
+    for nodes in (None, ["node-1", "node-3"]):
+        reference = build_inventory(snapshot, nodes=nodes, grouped=False)
+        for expression in ROW_EXPRESSIONS:
+            selector = compile_selector(expression)
+            expected = device_outcomes(reference, selector)
+            got = row_outcomes(build_inventory(snapshot, nodes=nodes), selector)
+            if got is None:
+                assert selector.rows() is None
+                continue
+            by_rows += 1
+            assert got == expected, expression
+            verdicts |= {o if isinstance(o, bool) else "error" for o in got}
+            assert device_outcomes(build_inventory(snapshot, nodes=nodes), selector) == expected
+    assert by_rows >= 2 * (len(ROW_EXPRESSIONS) - 4)
+    assert verdicts == {True, False, "error"}
 
 
 @pytest.mark.parametrize("source", ["ordinary", "streamed"])
@@ -795,3 +860,48 @@ def test_catalogue_by_columns_equals_device_by_device(
     for nodes in (None, ["node-4"]):
         inventory = build_inventory(snapshot, nodes=nodes)
         assert inventory.catalogue == AttributeCatalogue.of(inventory.devices)
+
+
+def test_the_loader_names_the_values_that_need_a_conversion_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plain ``{"string": ...}`` values always convert; every other one is looked at."""
+    import json
+
+    from dradiag.sources.fleet import fleet_index
+
+    odd = {
+        "two-members": {"string": "a", "int": "x"},  # CEL reads the int: does not convert
+        "quoted": {"string": 'q"uote'},
+        "version": {"version": "1.2.3"},
+        "count": {"int": 3},
+        "null": {"string": None},
+    }
+    devices = []
+    for i in range(6):
+        attributes: dict[str, Any] = {"uuid": {"string": f"GPU-{i}"}}
+        if i < len(odd):
+            name = list(odd)[i]
+            attributes[name] = odd[name]
+        devices.append({"name": f"gpu-{i}", "attributes": attributes})
+    item = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "s"},
+        "spec": {"driver": "gpu.nvidia.com", "nodeName": "n", "pool": {"name": "n"}},
+    }
+    items = [{**item, "spec": {**item["spec"], "devices": [d]}} for d in devices]
+    path = tmp_path / "fleet.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    snapshot = _streamed(path, monkeypatch)
+    index = fleet_index(snapshot)
+    assert index is not None and index.checked_values is not None
+    assert sorted(map(json.dumps, index.checked_values)) == sorted(map(json.dumps, odd.values()))
+    inventory = build_inventory(snapshot)
+    errors = inventory.conversion_errors()
+    assert [inventory.ref(i) for i in errors] == [
+        "gpu.nvidia.com/n/gpu-0",
+        "gpu.nvidia.com/n/gpu-4",
+    ]
+    reference = build_inventory(load_snapshot(str(path)), grouped=False)
+    assert errors == {i: reference.cel(i).error for i in range(6) if reference.cel(i).error}

@@ -50,14 +50,33 @@ from .quantity import Quantity
 from .semver import Semver
 from .typesys import BOOL, DEVICE, T
 
-__all__ = ["generate", "COST_LIMIT", "GeneratedCode", "FUNCTION", "SWEEP", "SELECT", "detach"]
+__all__ = [
+    "generate",
+    "COST_LIMIT",
+    "GeneratedCode",
+    "FUNCTION",
+    "SWEEP",
+    "SELECT",
+    "ROWS",
+    "NotRowwise",
+    "detach",
+]
 
 # What generate() emits: one function of a device, or a loop over a sequence of devices
 # with the expression inlined in its body (the batch API), returning one result per device
-# (SWEEP) or the indexes that matched and the errors by index (SELECT).
+# (SWEEP) or the indexes that matched and the errors by index (SELECT). ROWS is SWEEP over
+# rows of values instead of devices: each row holds, at fixed positions, the converted
+# values the expression reads (``_MISSING`` where the device publishes none), so a caller
+# that keeps devices as columns converts only those values and builds no device objects.
 FUNCTION = "function"
 SWEEP = "sweep"
 SELECT = "select"
+ROWS = "rows"
+
+
+class NotRowwise(ValueError):
+    """The expression reads more of a device than values at literal keys (ROWS cannot)."""
+
 
 _NAME_RE = re.compile(r"\b_[A-Za-z][A-Za-z0-9_]*\b")
 _EMPTY_VARS: dict[str, Any] = {}
@@ -157,6 +176,8 @@ class GeneratedCode:
         self.source = source
         self.namespace = namespace
         self.metered = metered
+        self.row_keys: tuple[str, ...] = ()
+        """ROWS: the value key (``environment.value_key``) at each position of a row."""
 
 
 class _Gen:
@@ -187,6 +208,7 @@ class _Gen:
         self.lazy: dict[str, tuple[Node, dict[str, str]]] = {}
         self.returned = False  # the root already returned its result on every path
         self.positions: dict[str, str] = {}  # batch: value key constant -> its position variable
+        self.row_keys: list[str] = []  # ROWS: the value key at each position of a row
 
     # helpers ----------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -196,7 +218,7 @@ class _Gen:
         """The device's result is ``expr``: return it, or record it and go to the next device."""
         if self.mode == FUNCTION:
             self.emit(f"return ({expr}, _cost)" if self.report_cost else f"return {expr}")
-        elif self.mode == SWEEP:
+        elif self.mode == SWEEP or self.mode == ROWS:
             self.emit(f"_ap({expr})")
             self.emit("continue")
         else:
@@ -383,8 +405,19 @@ class _Gen:
             found = self.positions[key] = self.tmp("_p")
         return found
 
+    def row_position(self, key: str) -> int:
+        """ROWS: where the value of ``key`` (a value key constant) sits in a row."""
+        value = self.consts[key]
+        if value not in self.row_keys:
+            self.row_keys.append(value)
+        return self.row_keys.index(value)
+
     def flat_lookup(self, key: str, name: str) -> str:
         value = self.tmp()
+        if self.mode == ROWS:
+            self.emit(f"{value} = _row[{self.row_position(key)}]")
+            self.emit(f"if {value} is _MISSING: raise _nokey({name!r})")
+            return value
         at = self.position(key)
         if at is None:
             self.emit(f"{value} = device.shape.get({key})")
@@ -394,6 +427,8 @@ class _Gen:
         return value
 
     def flat_has(self, key: str) -> str:
+        if self.mode == ROWS:
+            return f"(_row[{self.row_position(key)}] is not _MISSING)"
         at = self.position(key)
         return f"({key} in device.shape)" if at is None else f"({at} is not None)"
 
@@ -1055,8 +1090,13 @@ def generate(
     constants bound once): SWEEP returns one result per device, True/False or the
     ``CelRuntimeError`` the FUNCTION form would raise; SELECT returns the indexes that
     matched and ``(index, error)`` pairs. Any other exception propagates, as from FUNCTION.
+
+    ROWS gives SWEEP's results for ``_cel(rows)``: the value keys of a row's positions are
+    ``GeneratedCode.row_keys``. A device error is the caller's to report (no row is
+    built for such a device). Raises ``NotRowwise`` when the expression reads the device
+    otherwise (its driver, a whole map, a key that is not a literal).
     """
-    if mode not in (FUNCTION, SWEEP, SELECT) or (mode != FUNCTION and not selector):
+    if mode not in (FUNCTION, SWEEP, SELECT, ROWS) or (mode != FUNCTION and not selector):
         raise ValueError(f"cannot generate {mode!r} code for this expression")
     if report_cost and mode != FUNCTION:
         raise ValueError("report_cost is for FUNCTION code")
@@ -1079,10 +1119,13 @@ def generate(
     namespace["_EMPTY_VARS"] = _EMPTY_VARS
     indent = "    " * base
     prologue = []
-    if selector:
+    if mode == ROWS:
+        if re.search(r"\bdevice\b", "\n".join(body)):
+            raise NotRowwise(expression)
+    elif selector:
         # An attribute Kubernetes cannot convert fails every selector on the device.
         prologue.append(f"{indent}if device.error is not None: raise _RtErr(device.error)")
-    if gen.positions:
+    if gen.positions and mode != ROWS:
         # Devices of one model share a shape: look the keys up again only when it changes.
         prologue += [f"{indent}_shape = device.shape", f"{indent}if _shape is not _last_shape:"]
         prologue.append(f"{indent}    _last_shape = _shape")
@@ -1099,6 +1142,19 @@ def generate(
     params = "".join(f", {n}={n}" for n in used)
     if not batch:
         lines = [f"def _cel(device, _vars=_EMPTY_VARS{params}):", *prologue, *body]
+    elif mode == ROWS:
+        lines = [
+            f"def _cel(rows, _vars=_EMPTY_VARS{params}):",
+            "    _out = []",
+            "    _ap = _out.append",
+            "    for _row in rows:",
+            "        try:",
+            *prologue,
+            *body,
+            "        except _RtErr as _x:",
+            "            _ap(_detach(_x))",
+            "    return _out",
+        ]
     elif mode == SWEEP:
         lines = [
             f"def _cel(devices, _vars=_EMPTY_VARS{params}):",
@@ -1128,4 +1184,6 @@ def generate(
             "            _errors.append((_i, _detach(_x)))",
             "    return _out, _errors",
         ]
-    return GeneratedCode("\n".join(lines) + "\n", namespace, gen.metered)
+    code = GeneratedCode("\n".join(lines) + "\n", namespace, gen.metered)
+    code.row_keys = tuple(gen.row_keys)
+    return code

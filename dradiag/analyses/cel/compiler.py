@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checker import CheckOptions, CheckResult, check
-from .codegen import SELECT, SWEEP, detach, generate
+from .codegen import ROWS, SELECT, SWEEP, NotRowwise, detach, generate
 from .environment import CelDevice, value_key
 from .errors import CelCompileError, CelError, CelRuntimeError
 from .parser import (
@@ -131,6 +131,9 @@ class CompiledSelector:
         self._reads_whole_device = reads.whole
         self._sweep_fn: Callable[..., Any] | None = None
         self._select_fn: Callable[..., Any] | None = None
+        self._rows: tuple[Callable[..., Any], tuple[tuple[str, str, str], ...]] | None | bool = (
+            False
+        )
         self._memo_results: tuple[_KeySet, dict[int, Any]] | None = None
 
     def matches(self, device: CelDevice) -> bool:
@@ -164,6 +167,39 @@ class CompiledSelector:
             fn = self._sweep_fn = self._batch(SWEEP)
         result: list[bool | CelRuntimeError] = fn(devices)
         return result
+
+    def rows(self) -> tuple[Callable[..., Any], tuple[tuple[str, str, str], ...]] | None:
+        """``(sweep, keys)`` for devices kept as columns, or None when the expression cannot.
+
+        ``sweep(rows)`` gives ``sweep``'s result for each row: a tuple whose position ``i``
+        holds the CEL value of ``keys[i]`` (``(kind, domain, name)``, as in ``read_keys``)
+        for one device, or ``runtime.MISSING`` where the device publishes none. Rows are
+        for devices that convert (``CelDevice.error`` None); an error is the caller's.
+        None when the expression reads more than values at literal keys (the driver, a
+        whole map, ``device`` itself).
+        """
+        if self._rows is False:
+            self._rows = None
+            if not self._reads_whole_device and not self.reads_driver:
+                by_key = {
+                    value_key(kind, domain, name): (kind, domain, name)
+                    for kind, domain, name in self.read_keys
+                    if domain is not None and name is not None
+                }
+                try:
+                    with recursion_headroom():
+                        generated = generate(
+                            self.expression, self._root, self._checked, selector=True, mode=ROWS
+                        )
+                        fn = _compile_function(
+                            generated.source, generated.namespace, self.expression
+                        )
+                except NotRowwise:
+                    pass
+                else:
+                    if all(key in by_key for key in generated.row_keys):
+                        self._rows = (fn, tuple(by_key[key] for key in generated.row_keys))
+        return self._rows  # type: ignore[return-value]
 
     def select(
         self, devices: Sequence[CelDevice], *, memoize: bool = False

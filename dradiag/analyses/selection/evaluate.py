@@ -304,8 +304,10 @@ _EMPTY_STAGE = StageResult(evaluated=False, total=Tally(), by_node={}, by_type={
 def device_outcomes(inventory: DeviceInventory, selector: CompiledSelector) -> list[bool | str]:
     """One selector on every device of ``inventory``, in order: True, False, or the error.
 
-    An error is the ``CelRuntimeError`` message. Grouped inventories evaluate it once per
-    distinct tuple of the values it reads (:class:`_Projection`).
+    An error is the ``CelRuntimeError`` message. Grouped inventories read the devices as
+    columns (``columns.row_outcomes``) when the selector reads values at literal keys
+    only, else evaluate it once per distinct tuple of the values it reads
+    (:class:`_Projection`).
     """
     from dradiag.analyses.cel import CelRuntimeError
 
@@ -319,6 +321,11 @@ def device_outcomes(inventory: DeviceInventory, selector: CompiledSelector) -> l
 
     if not inventory.grouped:
         return [one(index) for index in range(len(inventory))]
+    from dradiag.analyses.selection.columns import row_outcomes
+
+    by_rows = row_outcomes(inventory, selector)
+    if by_rows is not None:
+        return by_rows
     spec = _ReadSpec.of([selector])
     groups = inventory.projection(spec).groups
     representatives = list(dict.fromkeys(groups))

@@ -9,9 +9,11 @@ value objects. Why grouping pays off on a fleet: :mod:`.inventory`.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -41,6 +43,24 @@ def _freeze(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return (list, tuple(_freeze(v) for v in value))
     return (cls, id(value))  # anything else: only itself
+
+
+def string_members(leaves: list[Any]) -> list[Any] | None:
+    """Each raw value's ``string`` member (None where it has another), in C.
+
+    A one-member ``{"string": <str>}`` is its own CEL value and always converts: a fleet's
+    10⁵ per-device values (uuid, serial, PCI address) are told apart from the few that
+    need a look without a Python step per value. None unless every leaf is a one-member
+    dict (then the caller looks at each itself).
+    """
+    if set(map(type, leaves)) != {dict} or set(map(len, leaves)) != {1}:
+        return None
+    return list(map(dict.get, leaves, repeat("string")))
+
+
+def is_str(values: Iterable[Any]) -> Iterator[bool]:
+    """``value.__class__ is str`` for each of ``values``, in C."""
+    return map(operator.is_, map(type, values), repeat(str))
 
 
 class _Leaves:

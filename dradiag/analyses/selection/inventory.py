@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from dradiag.analyses.selection.catalogue import AttributeCatalogue
 from dradiag.analyses.selection.devices import ANY_NODE, CandidateDevice
-from dradiag.analyses.selection.grouping import LEAF_IDS_MAX, _Leaves, _Projection, _ReadSpec
+from dradiag.analyses.selection.grouping import (
+    LEAF_IDS_MAX,
+    _Leaves,
+    _Projection,
+    _ReadSpec,
+    is_str,
+    string_members,
+)
 from dradiag.analyses.selection.memoized import _memoized
 from dradiag.snapshot.model import K8sObject
 
@@ -547,11 +554,13 @@ class DeviceInventory:
         index = self._index
         if index is not None:
             # Every value object of every device is in the loader's lists: check those.
-            wrong = {
-                id(leaf)
-                for leaf in index.attribute_values
-                if not leaves.converts("attributes", leaf)
-            }
+            values = index.checked_values
+            if values is None:
+                values = index.attribute_values
+                strings = string_members(values) if values else None
+                if strings is not None:  # the plain strings need no look
+                    values = list(itertools.compress(values, map(operator.not_, is_str(strings))))
+            wrong = {id(leaf) for leaf in values if not leaves.converts("attributes", leaf)}
             maps = {
                 id(m)
                 for m in index.capacity_maps
@@ -707,6 +716,17 @@ class DeviceInventory:
             bare = bare if bare in published else None
         return kind, qualified, bare, domain
 
+    def raw_column(self, key: tuple[str, str, str]) -> list[Any]:
+        """Per device, the raw value CEL reads at ``key`` (``(kind, domain, name)``), or None.
+
+        The value object itself (``{"string": "GPU-…"}``), as ``cel_device`` would pick it
+        from either spelling of the name; for devices kept as columns
+        (``CompiledSelector.rows``).
+        """
+        kind, qualified, bare, domain = self._key_plan(key)
+        holder = "attributes" if kind == "attribute" else "capacity"
+        return self._pick(self._entries(holder), self._driver, qualified, bare, domain)
+
     def _block_tokens(
         self,
         entries: list[dict[str, Any]],
@@ -715,6 +735,32 @@ class DeviceInventory:
         bare: str | None,
         domain: str,
     ) -> list[int]:
+        picked = self._pick(entries, drivers, qualified, bare, domain)
+        n = len(entries)
+        leaves = self._leaves
+        known = leaves.token_of_id.get
+        tokens: list[int | None] = list(map(known, map(id, picked)))
+        if None in tokens:
+            # Give each distinct value object its token, then look them all up again.
+            for leaf in dict(zip(map(id, picked), picked, strict=True)).values():
+                leaves.token(leaf)
+            tokens = list(map(known, map(id, picked)))
+            if None in tokens:  # more distinct objects than remembered by identity
+                token = leaves.token
+                for i in range(n):
+                    if tokens[i] is None:
+                        tokens[i] = token(picked[i])
+        return tokens  # type: ignore[return-value]
+
+    def _pick(
+        self,
+        entries: list[dict[str, Any]],
+        drivers: list[str],
+        qualified: str | None,
+        bare: str | None,
+        domain: str,
+    ) -> list[Any]:
+        """Per device of ``entries``, the raw value of the name (either spelling), or None."""
         n = len(entries)
         picked: list[Any]
         if qualified is not None:
@@ -747,20 +793,7 @@ class DeviceInventory:
                             elif entry == bare:
                                 last = value
                         picked[i] = last
-        leaves = self._leaves
-        known = leaves.token_of_id.get
-        tokens: list[int | None] = list(map(known, map(id, picked)))
-        if None in tokens:
-            # Give each distinct value object its token, then look them all up again.
-            for leaf in dict(zip(map(id, picked), picked, strict=True)).values():
-                leaves.token(leaf)
-            tokens = list(map(known, map(id, picked)))
-            if None in tokens:  # more distinct objects than remembered by identity
-                token = leaves.token
-                for i in range(n):
-                    if tokens[i] is None:
-                        tokens[i] = token(picked[i])
-        return tokens  # type: ignore[return-value]
+        return picked
 
     def _whole_signatures(self) -> list[Any]:
         """Per device, everything CEL can see of it (for selectors that read it whole)."""

@@ -292,6 +292,37 @@ def batch_mismatch(expr: str, devices: list[Any]) -> str | None:
         if got != expected:
             i = next(i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b)
             return f"{name} {expr!r} on {devices[i].name}: {got[i]!r}, matches {expected[i]!r}"
+    return rows_mismatch(selector, devices, expected)
+
+
+def _rowwise(expr: str) -> bool:
+    try:
+        return compile_selector(expr).rows() is not None
+    except CelCompileError:
+        return False
+
+
+def rows_mismatch(selector: Any, devices: list[Any], expected: list[Any]) -> str | None:
+    """Where the ``rows`` sweep (values at fixed positions, no device) differs from ``matches``.
+
+    Rows are made of what each device holds (``CelDevice.value``) for the keys ``rows``
+    names; a device that does not convert has no row (its error is the caller's).
+    """
+    from dradiag.analyses.cel.environment import value_key
+    from dradiag.analyses.cel.runtime import MISSING
+
+    found = selector.rows()
+    if found is None:
+        return None
+    sweep, keys = found
+    kept = [i for i, device in enumerate(devices) if device.error is None]
+    rows = [tuple(devices[i].value(value_key(*key), MISSING) for key in keys) for i in kept]
+    for i, got in zip(kept, sweep(rows), strict=True):
+        if _exact(got) != expected[i]:
+            return (
+                f"rows {selector.expression!r} on {devices[i].name}: {_exact(got)!r}, "
+                f"matches {expected[i]!r}"
+            )
     return None
 
 
@@ -608,13 +639,14 @@ def run_sweep(seed: int, n_exprs: int, n_devices: int) -> list[str]:
     devices = [cel_device(driver, d) for driver, d in raw]
     failures = []
     skipped_exprs: list[str] = []
-    compared = skipped = 0
+    compared = skipped = rowwise = 0
     gen = Gen(rng)
     for _ in range(n_exprs):
         expr = gen.boolean()
         mismatch = batch_mismatch(expr, devices)
         if mismatch is not None:
             failures.append(f"seed={seed} batch: {mismatch}")
+        rowwise += _rowwise(expr)
         domains = literal_domains(expr)
         for dev, (driver, raw_device) in zip(devices, raw, strict=True):
             mine = ours_outcome(expr, dev)
@@ -630,6 +662,8 @@ def run_sweep(seed: int, n_exprs: int, n_devices: int) -> list[str]:
                     f"seed={seed} {expr!r} on {dev.name}: dradiag {mine}, CEL-C++ {theirs}"
                 )
                 break
+    # Most expressions read only values at literal keys: the rows sweep was compared too.
+    assert rowwise >= n_exprs // 3, f"only {rowwise} of {n_exprs} expressions ran as rows"
     # The oracle-artifact skips must stay rare, or the test would prove little; each one
     # has the bug's shape, and every other expression with a cel.bind is compared.
     assert skipped <= n_exprs // 50, f"{skipped} of {n_exprs} expressions skipped"
