@@ -60,8 +60,10 @@ def scan(
     from dradiag.cli.diagnosis_run import (
         check_output,
         diagnoses_document,
+        final_code,
         read_snapshot,
         report,
+        stream_diagnoses_json,
         walk_options,
     )
     from dradiag.cli.inputs import Target
@@ -95,6 +97,11 @@ def scan(
         logging.getLogger("dradiag.scan").warning(
             "could not read: %s; scan will not call the cluster healthy", coverage.describe(unread)
         )
+    if output is OutputFormat.JSON:
+        # Streamed: 60,000 rows never exist as one document (or one string) in memory.
+        code = final_code(diagnoses, exit_zero=exit_zero, inconclusive=bool(unread))
+        stream_diagnoses_json(snapshot, diagnoses, unread)
+        return code
     return report(
         diagnoses_document(snapshot, diagnoses, unread),
         diagnoses,
