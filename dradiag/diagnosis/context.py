@@ -250,6 +250,8 @@ class ClaimWalk:
     _plugin: dict[str, ph.PluginHealth] = field(default_factory=dict)
     _publication_nodes: list[str] | None = None
     _drivers: list[str] | None = None
+    _allocation: Mapping[str, Any] | None = None
+    _allocation_done: bool = False
     _nodes: list[str] | None = None
     _crossings: Mapping[Phase, Crossing] | None = None
     _events: dict[tuple[str, str, str] | None, list[K8sObject]] = field(default_factory=dict)
@@ -281,9 +283,14 @@ class ClaimWalk:
 
     @property
     def allocation(self) -> Mapping[str, Any] | None:
+        """The claim's ``status.allocation`` when it has one (read once: every phase asks)."""
+        if self._allocation_done:
+            return self._allocation
         status = self.claim.get("status")
         alloc = status.get("allocation") if isinstance(status, Mapping) else None
-        return alloc if isinstance(alloc, Mapping) and alloc else None
+        self._allocation = alloc if isinstance(alloc, Mapping) and alloc else None
+        self._allocation_done = True
+        return self._allocation
 
     @property
     def status_known(self) -> bool:
