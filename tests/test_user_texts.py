@@ -1,8 +1,8 @@
 """Every text a user reads says something they can act on or look up.
 
 Scanned: each rule's title, docs, versions, explain and next (as ``rules show`` prints
-them), the generated ``docs/rules.md``, the SARIF rule descriptors, and every command's
-and option's ``--help`` text. Flagged: template slots left unfilled (``{candidates}``),
+them), the generated ``docs/rules.md``, the other docs pages and ``docs/rbac.yaml``, the
+SARIF rule descriptors, and every command's and option's ``--help`` text. Flagged: template slots left unfilled (``{candidates}``),
 and references into this project's internal notes that users cannot open (the fact
 sheets and their section marks, bare issue numbers of unnamed trackers, internal
 jargon). Public upstream links (``owner/repo#N``, URLs) are fine.
@@ -87,6 +87,23 @@ def test_docs_rules_md_is_clean():
     text = (REPO / "docs" / "rules.md").read_text()
     # The Match sections quote regexes, whose {n,m} quantifiers are not slots.
     assert problems(text) == []
+
+
+DOC_PAGES = sorted(
+    p for p in (REPO / "docs").rglob("*") if p.suffix in {".md", ".yaml"} and p.name != "rules.md"
+)
+"""The docs pages (and docs/rbac.yaml, which ``dradiag rbac`` prints), rules.md aside:
+its Match sections quote regexes and it has its own test above."""
+
+
+def test_the_docs_pages_are_covered():
+    names = {p.relative_to(REPO / "docs").as_posix() for p in DOC_PAGES}
+    assert {"phases.md", "troubleshooting.md", "rbac.yaml", "commands/claim.md"} <= names
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_docs_pages_are_clean(page):
+    assert problems(page.read_text()) == []
 
 
 def test_rules_show_prints_no_template_braces(capsys):

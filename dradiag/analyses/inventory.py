@@ -3,8 +3,10 @@
 Counts come from the pools the allocator would see from each node (``pools.PoolIndex``:
 newest generation, complete and valid pools only; problem pools are listed apart), so
 "free" means what the scheduler could hand out. For partitionable devices (DynamicMIG)
-a free partition may still not fit: ``fits`` says how many more of each profile the
-remaining counters allow, packing free placements in the allocator's order. Devices
+a device no claim holds is still not free when allocated devices consume its counters
+(a GPU with a MIG partition allocated, a placement overlapping one): it is ``held``.
+Free partitions may not all fit together: ``fits`` says how many more of each profile
+the remaining counters allow, packing free placements in the allocator's order. Devices
 with a NoSchedule/NoExecute taint are counted and named as unhealthy.
 
 Before 1.35 a device could only consume counter sets of its own slice (the apiserver
@@ -49,6 +51,9 @@ class DeviceGroup:
     product: str | None
     published: int = 0
     allocated: int = 0
+    held: int = 0
+    """Not allocated, but their counters are consumed by allocated devices of the same
+    GPU (a MIG partition of it, or the whole GPU): not free, though no claim names them."""
     tainted: int = 0
     fits: int | None = None
     """Partitionable devices only: how many more can be allocated given the counters."""
@@ -57,7 +62,8 @@ class DeviceGroup:
 
     @property
     def free(self) -> int:
-        return self.published - self.allocated
+        """Neither allocated nor held: each could be allocated on its own right now."""
+        return self.published - self.allocated - self.held
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -68,6 +74,7 @@ class DeviceGroup:
             "published": self.published,
             "allocated": self.allocated,
             "free": self.free,
+            "held": self.held,
             "tainted": self.tainted,
         }
         if self.fits is not None:
@@ -257,6 +264,10 @@ def _build_inventory(
                     for claim in allocated.holders.get(ref, ()):
                         group.holders.setdefault(claim, []).append(entry.name)
                 elif entry.has_counters and partitionable:
+                    # A full GPU one of whose partitions is allocated (or a partition
+                    # overlapping one) is not free: the allocator would refuse it.
+                    if not counters.fits_now(entry):
+                        group.held += 1
                     free = free_partitions.get(key)
                     if free is None:
                         free = free_partitions[key] = []

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from dradiag.analyses.error_chain import clip_middle
 from dradiag.snapshot.model import Coverage, K8sObject, Kind, Snapshot, name_of, namespace_of
 from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, Severity
 
@@ -373,7 +374,7 @@ def _pod_evidence(health: PluginHealth) -> tuple[Evidence, ...]:
     if health.exit_code is not None:
         parts.append(f"last exit code: {health.exit_code}")
     if health.message:
-        parts.append(f"message: {health.message.strip()[:300]}")
+        parts.append(f"message: {clip_middle(health.message.strip(), 300)}")
     return (
         Evidence(
             source=EvidenceSource.OBJECT,
@@ -456,7 +457,11 @@ def plugin_findings(health: PluginHealth, *, blocking: bool, has_slices: bool) -
                 detail=f"Container {GPU_CONTAINER} of {health.pod_key} on node {node} keeps exiting "
                 f"({health.restarts} restarts); the driver is not registered there, so Prepare "
                 "fails with 'DRA driver gpu.nvidia.com is not registered'."
-                + (f" Last message: {health.message.strip()[:300]}" if health.message else ""),
+                + (
+                    f" Last message: {clip_middle(health.message.strip(), 300)}"
+                    if health.message
+                    else ""
+                ),
                 evidence=_pod_evidence(health),
                 next=(
                     f"{logs_cmd}  (the last line 'Error: ...' names the cause, e.g. "

@@ -147,7 +147,7 @@ def check_manifests(
             result = with_free_now(result, free_now(snapshot, claim, nodes))
         claims.append(ClaimCheck(claim, result, selection_problems(result)))
     missing = [
-        (use, _claim_not_found(snapshot, workload.ref, use))
+        (use, _claim_not_found(snapshot, workload.ref, use, workload.namespace))
         for workload in manifests.workloads
         for use in workload.claim_uses
         if use.problem is not None
@@ -161,18 +161,26 @@ def check_manifests(
     return ManifestCheck(manifests, inventory, claims, missing, notes, builtin)
 
 
-def _claim_not_found(snapshot: Snapshot, workload_ref: str, use: PodClaimUse) -> Finding:
-    """Definite (an error) when the source was read for that kind, else a warning."""
+def _claim_not_found(
+    snapshot: Snapshot, workload_ref: str, use: PodClaimUse, namespace: str
+) -> Finding:
+    """Definite (an error) when the source was read for that kind, else a warning; the
+    next step lists the workload's namespace, not a placeholder for it."""
+    from dataclasses import replace
+
     from dradiag.snapshot.model import Kind
     from dradiag.vocabulary import Severity
 
     kind = Kind.RESOURCE_CLAIM if use.resource_claim_name else Kind.RESOURCE_CLAIM_TEMPLATE
     definite = snapshot.is_collected(kind)
-    return _rule_finding(
+    finding = _rule_finding(
         "DRA-SEL-CLAIM-NOT-FOUND",
         f"{workload_ref}, pod claim {use.pod_claim_name}: {use.problem}",
         severity=Severity.ERROR if definite else Severity.WARNING,
     )
+    if not namespace:
+        return finding
+    return replace(finding, next=tuple(n.replace("<namespace>", namespace) for n in finding.next))
 
 
 def _rule_finding(rule: str, detail: str, *, severity: Severity) -> Finding:

@@ -139,7 +139,8 @@ def wiring_findings(wiring: PodWiring, claim: K8sObject) -> list[Finding]:
                 ),
                 next=(
                     jsonpath,
-                    "remediation: add `resources: {claims: [{name: <pod claim name>}]}` to the container "
+                    "remediation: add `resources: {claims: [{name: "
+                    f"{(wiring.pod_claim_names or ('<pod claim name>',))[0]}}}]}}` to the container "
                     "that needs the GPU",
                 ),
                 identifiers=(("pod", wiring.pod_key), ("claim", claim_key)),

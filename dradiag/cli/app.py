@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -90,6 +90,40 @@ def _register_commands() -> None:
 
 
 _register_commands()
+
+
+def _plain_argument_help() -> None:
+    """Arguments in help as click and kubectl print them: ``NS/NAME`` in the usage line
+    (typer 0.29 writes ``{NS/NAME}``) and no ``<str>``/``<list[str]>`` after a metavar
+    that already says what goes there, as options already have it.
+
+    typer offers no hook for an argument's help record, so its two methods are wrapped
+    here, once; without them (another typer) help stays typer's own.
+    """
+    from typer import core
+
+    argument: Any = getattr(core, "TyperArgument", None)
+    if argument is None or not hasattr(argument, "_usage_display_name"):
+        return
+    if getattr(argument, "_dradiag_plain", False):
+        return
+    typed = argument.display_type_rich
+
+    def display_type_rich(self: Any, ctx: Any) -> str | None:
+        return None if self.metavar is not None else typed(self, ctx)  # type: ignore[no-any-return]
+
+    def usage_display_name(self: Any) -> str:
+        name = str(self.display_name_raw)
+        if self.nargs != 1 and not name.endswith("..."):
+            name += "..."
+        return name if self.required else f"[{name}]"
+
+    argument.display_type_rich = display_type_rich
+    argument._usage_display_name = usage_display_name
+    argument._dradiag_plain = True
+
+
+_plain_argument_help()
 
 
 class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -197,6 +231,9 @@ def run(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
             return ExitCode.OK
         format_message = getattr(exc, "format_message", None)
         message = format_message() if callable(format_message) else str(exc)
+        # Typer validates through pydantic, which prefixes a parser's ValueError with
+        # "Value error, "; click's own wording is "Invalid value for '-o': <reason>".
+        message = message.replace(": Value error, ", ": ")
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         _error(message + hint)
         return ExitCode.USAGE

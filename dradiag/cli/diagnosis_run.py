@@ -21,9 +21,12 @@ if TYPE_CHECKING:
     from dradiag.snapshot.model import Kind, KindRecord, Snapshot
 
 
-def walk_options(now: str | None, stuck_after: str) -> WalkOptions:
-    """``--now`` and ``--stuck-after`` as WalkOptions; UsageError when unreadable."""
-    from dradiag.analyses.timeline import parse_duration, parse_time
+def walk_options(now: str | None, stuck_after: float) -> WalkOptions:
+    """``--now`` and ``--stuck-after`` (seconds, already parsed by the option) as
+    WalkOptions; UsageError when ``--now`` is not an RFC 3339 time."""
+    from datetime import timedelta
+
+    from dradiag.analyses.timeline import parse_time
     from dradiag.diagnosis.context import WalkOptions
     from dradiag.errors import UsageError
 
@@ -32,19 +35,7 @@ def walk_options(now: str | None, stuck_after: str) -> WalkOptions:
         parsed_now = parse_time(now)
         if parsed_now is None:
             raise UsageError(f"--now: not an RFC 3339 time: {now!r} (e.g. 2026-05-01T10:00:00Z)")
-    try:
-        threshold = parse_duration(stuck_after)
-    except ValueError as exc:
-        raise UsageError(f"--stuck-after: {exc}") from None
-    return WalkOptions(now=parsed_now, stuck_after=threshold)
-
-
-def check_output(output: OutputFormat) -> None:
-    """``sarif`` belongs to selector-check; reject it here with a usage error."""
-    from dradiag.errors import UsageError
-
-    if output is OutputFormat.SARIF:
-        raise UsageError("-o sarif is only available for selector-check; use text, json or yaml")
+    return WalkOptions(now=parsed_now, stuck_after=timedelta(seconds=stuck_after))
 
 
 def common_options(
@@ -108,12 +99,9 @@ def existing_names(
 
 def use_color(no_color: bool) -> bool:
     """Colour only on a TTY, never with ``--no-color`` or ``NO_COLOR`` (DESIGN §3)."""
-    import os
-    import sys
+    from dradiag.render.console import plain
 
-    if no_color or os.environ.get("NO_COLOR"):
-        return False
-    return sys.stdout.isatty()
+    return not plain(no_color)
 
 
 def exit_code_for(diagnoses: Iterable[Diagnosis], exit_zero: bool) -> int:
@@ -188,11 +176,15 @@ def final_code(diagnoses: Iterable[Diagnosis], *, exit_zero: bool, inconclusive:
 
 
 def stream_diagnoses_json(
-    snapshot: Snapshot, diagnoses: list[Diagnosis], unread: Sequence[KindRecord] = ()
+    snapshot: Snapshot,
+    diagnoses: list[Diagnosis],
+    unread: Sequence[KindRecord] = (),
+    extra: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write ``diagnoses_document(snapshot, diagnoses, unread)`` as JSON to stdout, one
-    item at a time, and empty ``diagnoses`` as it goes (``scan``: each diagnosis is
-    dropped once its item is written, so the document never exists whole in memory)."""
+    """Write ``diagnoses_document(snapshot, diagnoses, unread)`` (with ``extra``'s blocks
+    after ``collection``) as JSON to stdout, one item at a time, and empty ``diagnoses``
+    as it goes (``scan``: each diagnosis is dropped once its item is written, so the
+    document never exists whole in memory)."""
     import sys
 
     from dradiag.render import document
@@ -205,6 +197,6 @@ def stream_diagnoses_json(
             yield document.diagnosis_document(diagnoses.pop(), snapshot.source, collection)
 
     document.write_diagnoses_json(
-        items(), document.collection_of(snapshot, unread), sys.stdout.write
+        items(), document.collection_of(snapshot, unread), sys.stdout.write, extra
     )
     sys.stdout.flush()

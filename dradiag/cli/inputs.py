@@ -31,6 +31,11 @@ class Target:
     name: str | None = None
     nodes: tuple[str, ...] = ()
     """Nodes the command is restricted to (``--node``), when any."""
+    label_selector: str = ""
+    """``scan -l``, canonical: sent to the API server with the pod and claim lists."""
+    field_selector: str = ""
+    """``scan --field-selector``, canonical: sent with the pod list (claims get only its
+    ``metadata.*`` terms, the only fields a claim can be selected by)."""
 
 
 def parse_namespaced_name(value: str, *, default_namespace: str | None = None) -> tuple[str, str]:

@@ -9,18 +9,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from dradiag.cli.durations import parse_seconds, parse_timeout
+
 
 class OutputFormat(StrEnum):
-    """``-o/--output`` values; ``sarif`` only where a command documents it."""
+    """``-o/--output`` values; each command offers its own subset (:func:`output_option`)."""
 
     TEXT = "text"
     JSON = "json"
     YAML = "yaml"
     SARIF = "sarif"
+    WIDE = "wide"
+    """The text table with every column, nothing folded (``scan``, ``inventory``)."""
+    NAME = "name"
+    """One ``NS/NAME`` line per row, as ``kubectl -o name`` (``scan``)."""
 
 
 FromPath = Annotated[
@@ -52,20 +58,53 @@ RequestTimeout = Annotated[
     float,
     typer.Option(
         "--request-timeout",
-        metavar="SECONDS",
-        min=0.1,
-        help="Timeout for each request to the API server.",
+        metavar="DURATION",
+        parser=parse_timeout,
+        show_default=False,
+        help="Timeout for each request to the API server, as kubectl takes it: 1s, 2m, 3h, "
+        "a bare integer in seconds, or 0 for none. Default: 10s.",
     ),
 ]
-Output = Annotated[
-    OutputFormat,
-    typer.Option(
+
+
+def output_option(*formats: OutputFormat) -> Any:
+    """The ``-o/--output`` option of a command that writes exactly ``formats``, for
+    ``Annotated[OutputFormat, output_option(...)]``.
+
+    Each command offers only what it can write (``claim``: text, json, yaml; ``scan``:
+    also sarif), its help lists exactly those, and any other value is click's usual
+    "Invalid value for '-o'" (exit 2) before the command runs. The values are
+    :class:`OutputFormat` members, so a command tests ``output is OutputFormat.JSON``.
+    """
+    names = [f.value for f in formats]
+
+    def parse(value: object) -> OutputFormat:
+        if isinstance(value, OutputFormat) and value in formats:
+            return value
+        text = str(value).strip().lower()
+        for candidate in formats:
+            if candidate.value == text:
+                return candidate
+        raise ValueError(f"{value!r} is not one of {', '.join(map(repr, names))}.")
+
+    def complete(incomplete: str) -> list[str]:
+        return [n for n in names if n.startswith(incomplete)]
+
+    listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+    return typer.Option(
         "-o",
         "--output",
-        case_sensitive=False,
-        help="Output format: text, json or yaml.",
-    ),
+        metavar="|".join(names),
+        parser=parse,
+        autocompletion=complete,
+        help=f"Output format: {listed}.",
+    )
+
+
+Output = Annotated[
+    OutputFormat, output_option(OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.YAML)
 ]
+"""``-o`` for the commands that write text, json or yaml (DESIGN §3)."""
 NoColor = Annotated[
     bool,
     typer.Option(
@@ -99,10 +138,11 @@ Timeout = Annotated[
     float,
     typer.Option(
         "--timeout",
-        metavar="SECONDS",
-        min=1.0,
-        help="Overall time limit for reading the cluster; reads not done by then are "
-        "reported as unknown.",
+        metavar="DURATION",
+        parser=parse_timeout,
+        show_default=False,
+        help="Overall time limit for reading the cluster (1s, 2m, 3h, seconds, 0 for none); "
+        "reads not done by then are reported as unknown. Default: 60s.",
     ),
 ]
 
@@ -116,18 +156,23 @@ Now = Annotated[
     ),
 ]
 StuckAfter = Annotated[
-    str,
+    float,
     typer.Option(
         "--stuck-after",
         metavar="DURATION",
+        show_default=False,
+        parser=lambda value: (
+            float(value) if isinstance(value, int | float) else parse_seconds(str(value))
+        ),
         help="How long a scheduled pod may wait for Prepare (or termination) without any event "
-        "before dradiag calls it stuck: 300, 90s, 5m, 1h.",
+        "before dradiag calls it stuck: 300, 90s, 5m, 1h30m. Default: 5m.",
     ),
 ]
 
 DEFAULT_REQUEST_TIMEOUT = 10.0
 DEFAULT_TIMEOUT = 60.0
-DEFAULT_STUCK_AFTER = "5m"
+DEFAULT_STUCK_AFTER = 300.0
+"""Five minutes, in seconds."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,6 +185,7 @@ class CommonOptions:
     namespace: str | None = None
     all_namespaces: bool = False
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    """``--request-timeout`` in seconds; ``inf`` for ``0`` (no timeout, as in kubectl)."""
     output: OutputFormat = OutputFormat.TEXT
     no_color: bool = False
     exit_zero: bool = False
@@ -148,4 +194,4 @@ class CommonOptions:
     as_groups: tuple[str, ...] = ()
     """``--as-group``: groups to impersonate (live collection only)."""
     timeout: float = DEFAULT_TIMEOUT
-    """``--timeout``: the overall limit for live collection, in seconds."""
+    """``--timeout``: the overall limit for live collection, in seconds (``inf``: none)."""

@@ -48,6 +48,8 @@ from dradiag.diagnosis.context import (
 from dradiag.diagnosis.lifecycle import with_basis
 from dradiag.diagnosis.links import ClaimLinks, claim_links
 from dradiag.diagnosis.model import Diagnosis, PhaseResult, Target
+from dradiag.diagnosis.next_context import walk_context
+from dradiag.diagnosis.next_steps import with_concrete_phases
 from dradiag.diagnosis.node_evidence import with_node_evidence
 from dradiag.diagnosis.nodes import diagnose_node, scan_nodes
 from dradiag.diagnosis.phases.allocation import decompose_fit_error, phase_allocation
@@ -177,6 +179,7 @@ def walk_claim(
         walk, (publication, selection, allocation, prepare, injection, workload, unprepare)
     )
     assert tuple(p.phase for p in phases) == PHASE_ORDER
+    phases = with_concrete_phases(phases, walk_context(walk, phases))
     target = _target(walk)
     return Diagnosis(target=target, verdict=decide_verdict(target, phases), phases=phases)
 
@@ -253,12 +256,22 @@ def unresolved_pod_claims(snapshot: Snapshot, namespace: str, name: str) -> list
 
 
 def _quick_healthy(
-    snapshot: Snapshot, claim: K8sObject, doubly_published: frozenset[tuple[str, str, str]]
+    snapshot: Snapshot,
+    claim: K8sObject,
+    doubly_published: frozenset[tuple[str, str, str]],
+    *,
+    component_logs: bool,
 ) -> bool:
     """A cheap, conservative test that a claim needs no walk: allocated, reserved, not
     being deleted, holding no device the driver published twice, and every consumer pod
-    running all containers with one listing it."""
+    running all containers with one listing it.
+
+    Logs are evidence the objects do not show (a container that runs but sees every GPU
+    of its node, a plugin log line about the claim): when the snapshot holds component
+    logs, or a consumer pod's own logs, the claim is walked."""
     if (claim.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    if component_logs:
         return False
     if doubly_published and any(
         (str(r.get("driver")), str(r.get("pool")), str(r.get("device"))) in doubly_published
@@ -276,6 +289,8 @@ def _quick_healthy(
         if pod_terminating(pod) or not pod_all_running(pod) or pod_done(pod):
             return False
         if not wiring.is_reserved_for(claim, pod):
+            return False
+        if snapshot.logs_for(namespace_of(pod), name_of(pod)):
             return False
         names = pod_claim_names_for(snapshot, pod, claim)
         # Any wiring finding (not wired, or a request name the claim lacks) needs the walk.
@@ -322,11 +337,14 @@ def _scan(
     base = options or WalkOptions()
     options = WalkOptions(now=base.now, stuck_after=base.stuck_after, simulate=base.simulate)
     shared = ScanContext.of(snapshot, optional_rulebook())
+    component_logs = bool(snapshot.component_logs())
     out: list[Diagnosis] = []
     for claim in snapshot.claims:
         if namespace is not None and namespace_of(claim) != namespace:
             continue
-        if _quick_healthy(snapshot, claim, shared.doubly_published()):
+        if _quick_healthy(
+            snapshot, claim, shared.doubly_published(), component_logs=component_logs
+        ):
             continue
         diagnosis = walk_claim(snapshot, claim, options=options, shared=shared)
         if diagnosis.verdict.status is not VerdictStatus.OK:

@@ -609,7 +609,7 @@ class ClaimWalk:
             f"({'; '.join(reasons)}). dradiag will not call this phase healthy.",
             evidence=tuple(evidence),
             next=(
-                f"collect {names} (kubectl get {' '.join(RESOURCE_OF_KIND[k] for k in kinds)} "
+                f"collect {names} (kubectl get {','.join(RESOURCE_OF_KIND[k] for k in kinds)} "
                 "-o yaml) or rerun with read access to them",
             ),
         )

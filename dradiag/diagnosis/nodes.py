@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from dradiag.analyses import plugin_health as ph
@@ -15,6 +16,8 @@ from dradiag.diagnosis.context import (
 )
 from dradiag.diagnosis.findings import as_historical, phase_result
 from dradiag.diagnosis.model import Diagnosis, Target
+from dradiag.diagnosis.next_context import node_context
+from dradiag.diagnosis.next_steps import with_concrete_phases
 from dradiag.diagnosis.phases.publication import pool_finding, pool_rules
 from dradiag.diagnosis.rule_ids import PUB_NODE_NO_SLICES
 from dradiag.diagnosis.scan_context import ScanContext
@@ -147,6 +150,7 @@ def diagnose_node(
     for problem in (pool_problems_by_node or {}).get(node, ()):
         findings.append(pool_finding(problem, blocking=True))
     result = phase_result(rulebook, phase, findings, PhaseStatus.OK, NVIDIA_DRIVER)
+    (result,) = with_concrete_phases((result,), node_context(snapshot, node, health.pod))
     target = Target(kind="Node", name=node)
     return Diagnosis(target=target, verdict=decide_verdict(target, (result,)), phases=(result,))
 
@@ -194,6 +198,10 @@ def scan_nodes(
             out.append(diagnosis)
     for (namespace, pod), found in sorted(unplaced.items()):
         result = phase_result(shared.rulebook, Phase.PUBLICATION, found, PhaseStatus.OK)
+        # The plugin pod is known from its log only: its namespace and name are the values.
+        ctx = node_context(snapshot, "", None)
+        ctx = replace(ctx, plugin_namespace=namespace or ctx.plugin_namespace, plugin_pod=pod)
+        (result,) = with_concrete_phases((result,), ctx)
         target = Target(kind="Pod", namespace=namespace or None, name=pod)
         diagnosis = Diagnosis(
             target=target, verdict=decide_verdict(target, (result,)), phases=(result,)

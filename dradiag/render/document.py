@@ -41,14 +41,19 @@ def dump_document(doc: Mapping[str, Any], output: str) -> str:
 
 
 def write_diagnoses_json(
-    items: Iterable[Mapping[str, Any]], collection: Mapping[str, Any], write: Callable[[str], Any]
+    items: Iterable[Mapping[str, Any]],
+    collection: Mapping[str, Any],
+    write: Callable[[str], Any],
+    extra: Mapping[str, Any] | None = None,
 ) -> None:
     """Write the ``dradiag.diagnoses/v1`` document of ``items`` as JSON, one item at a time.
 
-    The bytes are those ``dump_document(diagnoses_document(items, collection), "json")``
-    writes, but no item waits for the others: a ``scan`` of 60,000 claims would otherwise
-    hold every item's dict, the whole 100 MB document and its decoded copy at once.
-    Each item is indented as orjson indents it at the depth ``items`` puts it.
+    The bytes are those ``dump_document(doc, "json")`` writes for ``doc =
+    diagnoses_document(items, collection)`` with ``extra``'s keys added after
+    ``collection`` (``scan``'s ``summary``), but no item waits for the others: a ``scan``
+    of 60,000 claims would otherwise hold every item's dict, the whole 100 MB document
+    and its decoded copy at once. Each item is indented as orjson indents it at the
+    depth ``items`` puts it.
     """
     import orjson
 
@@ -63,8 +68,9 @@ def write_diagnoses_json(
             body = json.dumps(item, indent=2, ensure_ascii=False).encode()
         write(("\n    " if first else ",\n    ") + body.replace(b"\n", b"\n    ").decode())
         first = False
-    tail = orjson.dumps(dict(collection), option=option).replace(b"\n", b"\n  ").decode()
-    write(("]" if first else "\n  ]") + ',\n  "collection": ' + tail + "\n}\n")
+    tail = {"collection": dict(collection), **(extra or {})}
+    blocks = orjson.dumps(tail, option=option)[1:-2].decode()  # its keys, without the braces
+    write(("]" if first else "\n  ]") + "," + blocks + "\n}\n")
 
 
 def tool_block() -> dict[str, str]:

@@ -103,25 +103,47 @@ def _gib(value: Any) -> str:
 
 
 def render_node_text(doc: Mapping[str, Any], *, no_color: bool = False) -> None:
-    """Draw the document on stdout with rich."""
-    from rich.console import Console
+    """Draw the document on stdout, in the one console and table policy of every
+    command (``render/console.py``, ``render/columns.py``): plain when piped, tables
+    fitted to a terminal without cutting a path or UID, no padding at line ends."""
+    from dradiag.render.console import write_drawn
+
+    write_drawn(no_color, lambda console: _draw(console, doc))
+
+
+def _draw(console: Any, doc: Mapping[str, Any]) -> None:
+    import textwrap
+
     from rich.markup import escape
-    from rich.table import Table
+    from rich.padding import Padding
+    from rich.text import Text
     from rich.tree import Tree
 
-    console = Console(no_color=no_color, highlight=False, soft_wrap=True)
-    if not console.is_terminal:
-        console.width = 200  # piped output: do not squeeze tables to 80 columns
+    from dradiag.render.columns import Column, fitted_table, hidden_note, print_table
+
     nvml = doc["nvml"]
     cluster = doc["source"]["cluster"]
     title = f"[bold]node {escape(doc['node'])}[/]  (node state: {doc['source']['node']}"
     title += f", cluster: {cluster.get('kind', 'none')})"
-    tree = Tree(title)
+    tree = Tree(title, guide_style="dim") if not console.no_color else None
+    lines: list[str] = []
+
+    def add(parent: Any, text: str, depth: int) -> Any:
+        if tree is None:
+            lines.append("  " * depth + Text.from_markup(text).plain)
+            return None
+        return (parent or tree).add(text)
+
+    if tree is None:
+        lines.append(Text.from_markup(title).plain)
     if not nvml["available"]:
-        tree.add(f"[yellow]NVML unavailable: {escape(str(nvml['reason']))}[/]")
+        add(None, f"[yellow]NVML unavailable: {escape(str(nvml['reason']))}[/]", 1)
     else:
-        gpus = tree.add(
-            f"driver {nvml.get('driverVersion') or '?'}, CUDA {nvml.get('cudaDriverVersion') or '?'}"
+        gpus = add(
+            None,
+            f"driver {nvml.get('driverVersion') or '?'}, "
+            f"CUDA {nvml.get('cudaDriverVersion') or '?'}",
+            1,
         )
         for g in nvml.get("gpus") or ():
             mig = "MIG off"
@@ -129,22 +151,37 @@ def render_node_text(doc: Mapping[str, Any], *, no_color: bool = False) -> None:
                 mig = "MIG on"
             if g.get("migPending") is not None and g.get("migPending") != g.get("migCurrent"):
                 mig += f" (pending {'on' if g['migPending'] else 'off'})"
-            node = gpus.add(
+            node = add(
+                gpus,
                 f"GPU {g['index']} (minor {g.get('minor')}) {escape(str(g.get('product')))} "
-                f"{_gib(g.get('memoryBytes'))}  {g['gpuUUID']}  {g.get('pciBusID')}  {mig}"
+                f"{_gib(g.get('memoryBytes'))}  {g['gpuUUID']}  {g.get('pciBusID')}  {mig}",
+                2,
             )
             for m in g.get("mig") or ():
-                node.add(
+                add(
+                    node,
                     f"MIG {m.get('profile') or '?'} GI {m['giID']} CI {m.get('ciID')} "
                     f"placement {m.get('placementStart')}+{m.get('placementSize')}  "
-                    f"{m.get('migUUID')}"
+                    f"{m.get('migUUID')}",
+                    3,
                 )
-            for p in g.get("processes") or ():
-                node.add(f"pid {p['pid']} on {p['onUUID']}")
-    console.print(tree)
-    specs = Table(
-        "CDI spec", "cdiVersion", "kind", "claim UID", "devices", "problem", title="CDI specs"
-    )
+            for proc in g.get("processes") or ():
+                add(node, f"pid {proc['pid']} on {proc['onUUID']}", 3)
+    if tree is None:
+        console.print("\n".join(lines), markup=False)
+    else:
+        console.print(tree)
+
+    def table(title: str, columns: list[Column], rows: list[list[str]]) -> None:
+        console.print()
+        console.print(Text(title, style="bold"))
+        cells = [[Text(cell) for cell in row] for row in rows]
+        drawn, layout = fitted_table(console, columns, cells)
+        print_table(console, drawn, layout)
+        if (note := hidden_note(layout, console.width)) is not None:
+            console.print(note)
+
+    spec_rows: list[list[str]] = []
     for s in doc["cdi"]["specs"]:
         missing = [
             n["hostPath"] or n["path"]
@@ -154,38 +191,66 @@ def render_node_text(doc: Mapping[str, Any], *, no_color: bool = False) -> None:
         ]
         problem = s.get("error") or (f"missing {', '.join(missing)}" if missing else "")
         cells = (s["path"], s.get("cdiVersion"), s.get("kind"), s.get("claimUID"))
-        specs.add_row(
-            *(escape(str(c or "")) for c in cells),
-            str(len(s.get("devices") or ())),
-            escape(problem),
+        spec_rows.append(
+            [*(str(c or "") for c in cells), str(len(s.get("devices") or ())), problem]
         )
     if not doc["cdi"]["specs"]:
-        specs.add_row(f"(none in {', '.join(doc['cdi']['dirs'])})", "", "", "", "", "")
-    console.print(specs)
+        spec_rows.append([f"(none in {', '.join(doc['cdi']['dirs'])})", "", "", "", "", ""])
+    table(
+        "CDI specs",
+        [
+            Column("CDI SPEC"),
+            Column("CDIVERSION", drop=2),
+            Column("KIND", fold="tokens", drop=3),
+            Column("CLAIM UID"),
+            Column("DEVICES", justify="right", drop=1),
+            Column("PROBLEM", fold="words"),
+        ],
+        spec_rows,
+    )
     cp = doc["checkpoint"]
-    claims = Table("claim UID", "state", "claim", "devices", title=f"checkpoint {cp['path']}")
+    claim_rows: list[list[str]] = []
     if not cp["present"]:
-        claims.add_row("(no checkpoint file)", "", "", "")
+        claim_rows.append(["(no checkpoint file)", "", "", ""])
     elif cp.get("error"):
-        claims.add_row(f"[red]unreadable: {escape(cp['error'])}[/]", "", "", "")
+        claim_rows.append([f"unreadable: {cp['error']}", "", "", ""])
     for c in cp.get("claims") or ():
         who = f"{c['namespace']}/{c['name']}" if c.get("namespace") and c.get("name") else ""
         devices = ", ".join(d.get("sliceDeviceName") or d["type"] for d in c.get("devices") or ())
-        cells = (c["claimUID"], c.get("state") or "(unset)", who, devices)
-        claims.add_row(*(escape(str(x)) for x in cells))
-    console.print(claims)
+        claim_rows.append([c["claimUID"], c.get("state") or "(unset)", who, devices])
+    table(
+        f"checkpoint {cp['path']}",
+        [
+            Column("CLAIM UID"),
+            Column("STATE"),
+            Column("CLAIM", drop=1),
+            Column("DEVICES", fold="tokens"),
+        ],
+        claim_rows,
+    )
     vfio = [f for f in doc["pci"]["functions"] if f["vfio"]]
     if vfio:
         console.print("VFIO-bound: " + ", ".join(f"{f['pciBusID']} ({f['driver']})" for f in vfio))
     findings = doc["findings"]
+    console.print()
     if not findings:
         console.print("[green]no findings[/]")
     colour = {"error": "red", "warning": "yellow", "info": "blue"}
     for f in findings:
-        console.print(
-            f"[{colour[f['severity']]}]{f['severity']}[/] {f['rule']} ({f['phase']}): "
-            f"{escape(f['title'])}"
-        )
-        console.print(f"  {escape(f['detail'])}")
+        head = f"{f['severity']} {f['rule']} ({f['phase']}): {f['title']}"
+        if not console.no_color:
+            # Hang the title's continuation under the finding's body, not at column 0.
+            head = textwrap.fill(
+                head,
+                width=max(40, console.width),
+                subsequent_indent="  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        line = Text(head)
+        line.stylize(colour[f["severity"]], 0, len(f["severity"]))
+        console.print(line)
+        # Continuation lines hang under their own text, never back at column 0.
+        console.print(Padding(Text(f["detail"]), (0, 0, 0, 2), expand=False))
         for n in f.get("next") or ():
-            console.print(f"  next: {escape(n)}")
+            console.print(Padding(Text(f"next: {n}"), (0, 0, 0, 2), expand=False))

@@ -10,7 +10,7 @@ the stable ``DRA-*`` ids, so code-scanning UIs track a problem across runs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -175,3 +175,50 @@ def selector_check_sarif(doc: Mapping[str, Any]) -> dict[str, Any]:
             )
         return findings_sarif(findings, tool_version=version)
     return findings_sarif(doc.get("findings") or (), tool_version=version)
+
+
+def _subject(target: Mapping[str, Any]) -> str:
+    """``ResourceClaim ml/train`` / ``Node gpu-1``: the object a scan row is about."""
+    ns = target.get("namespace")
+    return f"{target.get('kind')} {ns + '/' if ns else ''}{target.get('name')}"
+
+
+def diagnoses_sarif(
+    doc: Mapping[str, Any], *, keep: Callable[[Mapping[str, Any]], bool] | None = None
+) -> dict[str, Any]:
+    """SARIF for a ``scan`` document: every finding of every row as a result with its
+    rule (as kube-linter reports each check on each object), located logically at the
+    row's object, since a cluster object has no file. ``keep``: which findings to list
+    (``scan --rule``/``--min-severity``); all by default."""
+    version = str((doc.get("tool") or {}).get("version") or "")
+    findings: list[dict[str, Any]] = []
+    subjects: list[tuple[str, str]] = []
+    for item in doc.get("items") or ():
+        version = version or str((item.get("tool") or {}).get("version") or "")
+        subject = _subject(item.get("target") or {})
+        for phase in item.get("phases") or ():
+            for finding in phase.get("findings") or ():
+                if keep is not None and not keep(finding):
+                    continue
+                findings.append(
+                    {
+                        "rule": finding["rule"],
+                        "severity": finding["severity"],
+                        "title": finding.get("title") or finding["rule"],
+                        "detail": finding.get("detail") or "",
+                        "subject": subject,
+                        "request": None,
+                        "location": None,
+                        "next": list(finding.get("next") or ()),
+                    }
+                )
+                subjects.append((subject, str(phase.get("id") or "")))
+    log = findings_sarif(findings, tool_version=version or "0")
+    (run,) = log["runs"]
+    for result, (subject, phase) in zip(run["results"], subjects, strict=True):
+        result["locations"] = [{"logicalLocations": [{"name": subject, "kind": "object"}]}]
+        result["partialFingerprints"]["dradiagProblem/v1"] = f"{result['ruleId']}/{subject}"
+        result["properties"] = {"phase": phase}
+    for descriptor in run["tool"]["driver"]["rules"]:
+        descriptor["properties"]["tags"] = ["dra", "scan"]
+    return log

@@ -16,6 +16,7 @@ pagination) is ``live_transport.py``; what is read is ``live_plan.py``.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -150,13 +151,23 @@ def connect(options: CommonOptions) -> Connection:
                 "GET",
                 url,
                 headers=headers,
-                timeout=urllib3.Timeout(total=timeout),
+                # inf: --request-timeout 0 and --timeout 0, kubectl's "no timeout".
+                timeout=urllib3.Timeout(total=None if math.isinf(timeout) else timeout),
                 retries=False,
                 preload_content=True,
                 redirect=False,
             )
+        except urllib3.exceptions.NewConnectionError as exc:
+            # Before the timeout clause: urllib3 2 makes NewConnectionError a subclass of
+            # ConnectTimeoutError, so a refused connection would read as a timeout.
+            raise TransportError(connection_failure(exc)) from None
         except (urllib3.exceptions.TimeoutError, TimeoutError) as exc:
             raise TransportError(f"timed out: {exc}", timed_out=True) from None
+        except urllib3.exceptions.MaxRetryError as exc:
+            # Not raised with retries=False, but a proxy or pool may wrap the cause in it.
+            if isinstance(exc.reason, urllib3.exceptions.NewConnectionError):
+                raise TransportError(connection_failure(exc.reason)) from None
+            raise TransportError(f"{type(exc).__name__}: {exc.reason or exc}") from None
         except urllib3.exceptions.HTTPError as exc:
             raise TransportError(f"{type(exc).__name__}: {exc}") from None
         except OSError as exc:
@@ -168,6 +179,30 @@ def connect(options: CommonOptions) -> Connection:
         )
 
     return Connection(send=send, host=host, context=context_name, close=rest.close)
+
+
+def connection_failure(exc: BaseException) -> str:
+    """The words for a connection that could not be made: ``connection refused`` when the
+    OS refused it (nothing listens at that address and port), else the OS's reason.
+
+    kubectl says "The connection to the server HOST was refused"; the caller puts the
+    address in front, since a wrong context or port is the usual cause.
+    """
+    import errno
+
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError) or (
+            isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED
+        ):
+            return "connection refused (is the server address and port right?)"
+        if isinstance(cause, OSError) and cause.strerror and cause is not exc:
+            return f"cannot connect: {cause.strerror.lower()}"
+        cause = cause.__cause__ or cause.__context__
+    text = str(exc)
+    if "refused" in text.lower():
+        return "connection refused (is the server address and port right?)"
+    return f"cannot connect: {text.split(': ', 1)[-1]}"
 
 
 def _user_agent() -> str:
@@ -227,7 +262,13 @@ def collect_with(
             elif target.kind == "pod" and target.name:
                 collect_pod(collector, target.namespace or "default", target.name)
             else:
-                collect_cluster(collector, target.namespace, target.nodes)
+                collect_cluster(
+                    collector,
+                    target.namespace,
+                    target.nodes,
+                    label_selector=target.label_selector,
+                    field_selector=target.field_selector,
+                )
         finally:
             collector.close()
         logger.debug(

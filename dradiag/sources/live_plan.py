@@ -859,18 +859,51 @@ def _merge_log_parts(parts: Mapping[str, tuple[str, Read]]) -> ContainerLog:
 # -- whole cluster --------------------------------------------------------------------
 
 
-def collect_cluster(c: Collector, namespace: str | None, nodes: Sequence[str] = ()) -> None:
-    """Every kind, paginated; namespaced kinds limited to ``namespace`` when given."""
+def collect_cluster(
+    c: Collector,
+    namespace: str | None,
+    nodes: Sequence[str] = (),
+    *,
+    label_selector: str = "",
+    field_selector: str = "",
+) -> None:
+    """Every kind, paginated; namespaced kinds limited to ``namespace`` when given.
+
+    ``label_selector``/``field_selector`` (``scan -l``/``--field-selector``, canonical) go
+    to the API server with the pod list, and with the claim list as far as a claim can
+    match (labels, ``metadata.*`` fields); the claims of the selected pods and the pods
+    of the selected claims are then read by name, so each row the scan keeps is judged
+    with all of its objects, as offline (``diagnosis.scan_scope``).
+    """
+    from dradiag.snapshot.selectors import METADATA_FIELDS, parse_field_selector
+
     ns_scope = f"namespace {namespace}" if namespace else None
+    fields = parse_field_selector(field_selector)
+    claim_fields = fields.restricted_to(METADATA_FIELDS)
+    claims_can_match = claim_fields == fields
+    selecting = bool(label_selector or field_selector)
+    claim_reads = [
+        c.list(
+            Kind.RESOURCE_CLAIM,
+            namespace=namespace,
+            label_selector=label_selector or None,
+            field_selector=claim_fields.text() or None,
+            scope=ns_scope,
+        )
+    ]
+    if selecting and not claims_can_match:
+        claim_reads = []  # a claim has no spec.nodeName or status.phase: found via its pods
     reads = [
         c.list(Kind.RESOURCE_SLICE),
         c.list(Kind.DEVICE_CLASS),
         c.list(Kind.DEVICE_TAINT_RULE),
-        c.list(Kind.RESOURCE_CLAIM, namespace=namespace, scope=ns_scope),
+        *claim_reads,
         c.list(Kind.RESOURCE_CLAIM_TEMPLATE, namespace=namespace, scope=ns_scope),
         c.list(
             Kind.POD,
             namespace=namespace,
+            label_selector=label_selector or None,
+            field_selector=field_selector or None,
             scope=(f"pods using claims in {ns_scope}" if ns_scope else "pods using claims")
             + " and kubelet-plugin pods",
             keep=lambda p: pod_uses_claims(p) or is_kubelet_plugin_pod(p),
@@ -880,7 +913,7 @@ def collect_cluster(c: Collector, namespace: str | None, nodes: Sequence[str] = 
         reads += [c.get(Kind.NODE, None, n, scope=f"node {n}") for n in nodes]
     else:
         reads.append(c.list(Kind.NODE))
-    if namespace:
+    if namespace or selecting:
         # The plugin pods live in the driver's namespace, not the workload's.
         reads += [
             c.list(
@@ -892,6 +925,8 @@ def collect_cluster(c: Collector, namespace: str | None, nodes: Sequence[str] = 
             for s in PLUGIN_LABEL_SELECTORS
         ]
     c.run(reads)
+    if selecting:
+        _complete_selected(c)
 
     pod_keys = {(namespace_of(p), name_of(p)) for p in c.all(Kind.POD)}
     slice_nodes = {
@@ -923,6 +958,62 @@ def collect_cluster(c: Collector, namespace: str | None, nodes: Sequence[str] = 
     ]
     reads += _plugin_log_reads(c, plugin_pods[:MAX_CLUSTER_PLUGIN_LOGS], None)
     c.run(reads)
+
+
+def _waiting_on(names: frozenset[str]) -> Callable[[K8sObject], bool]:
+    """A pod-list filter: pods that use any of the claims ``names``."""
+    return lambda pod: bool(pod_claim_names(pod) & names)
+
+
+def _complete_selected(c: Collector) -> None:
+    """After selected lists: the claims the selected pods use and the pods the selected
+    claims are reserved for, by name, so no kept row is judged on half its objects;
+    then, for claims no pod holds, the pods waiting on them (one filtered list per
+    namespace), and, while any claim is unallocated, the devices other claims hold
+    (every allocated claim): what the offline scan sees of the same rows."""
+    claims = {(namespace_of(cl), name_of(cl)) for cl in c.all(Kind.RESOURCE_CLAIM)}
+    pods = {(namespace_of(p), name_of(p)) for p in c.all(Kind.POD)}
+    wanted_claims = sorted(
+        {
+            (namespace_of(p), n)
+            for p in c.all(Kind.POD)
+            if not is_kubelet_plugin_pod(p)
+            for n in pod_claim_names(p)
+        }
+        - claims
+    )
+    wanted_pods = sorted(
+        {(namespace_of(cl), n) for cl in c.all(Kind.RESOURCE_CLAIM) for n in claim_pod_names(cl)}
+        - pods
+    )
+    reads = [
+        c.get(Kind.RESOURCE_CLAIM, ns, n, scope="claims of the selected pods")
+        for ns, n in wanted_claims
+    ]
+    reads += [c.get(Kind.POD, ns, n, scope="pods of the selected claims") for ns, n in wanted_pods]
+    if reads:
+        c.run(reads)
+    unheld: dict[str, set[str]] = {}
+    for cl in c.all(Kind.RESOURCE_CLAIM):
+        if not claim_pod_names(cl):
+            unheld.setdefault(namespace_of(cl), set()).add(name_of(cl))
+    reads = [
+        c.list(
+            Kind.POD,
+            namespace=ns,
+            scope=f"pods waiting on the selected claims in namespace {ns}",
+            keep=_waiting_on(frozenset(names)),
+        )
+        for ns, names in sorted(unheld.items())
+    ]
+    if any(not is_allocated(cl) for cl in c.all(Kind.RESOURCE_CLAIM)) or wanted_claims:
+        reads.append(
+            c.list(
+                Kind.RESOURCE_CLAIM, scope="allocated claims in all namespaces", keep=is_allocated
+            )
+        )
+    if reads:
+        c.run(reads)
 
 
 def now_rfc3339() -> str:

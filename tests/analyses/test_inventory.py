@@ -42,11 +42,46 @@ def test_dynamic_mig_counts_holders_and_fits() -> None:
     assert (three.published, three.allocated, three.free, three.fits) == (4, 1, 3, 3)
     assert three.holders == {"team/half": ["gpu-0-mig-3g40gb-9-0"]}
     one = group(inv, "mig", "1g.10gb")
-    assert (one.published, one.allocated, one.free, one.fits) == (14, 0, 14, 10)
+    # The four 1g placements under the allocated 3g partition are held, not free.
+    assert (one.published, one.allocated, one.held, one.free, one.fits) == (14, 0, 4, 10, 10)
     full = group(inv, "gpu")
-    assert (full.published, full.fits) == (2, 1)
+    # GPU 0 has a partition allocated: the whole GPU is held, not free.
+    assert (full.published, full.allocated, full.held, full.free, full.fits) == (2, 0, 1, 1, 1)
     doc = inv.to_dict()
     assert doc["schemaVersion"] == "dradiag.inventory/v1"
+    gpu_doc = next(d for d in doc["nodes"][0]["devices"] if d["type"] == "gpu")
+    assert (gpu_doc["free"], gpu_doc["held"]) == (1, 1)
+
+
+def test_a_gpu_whose_counters_a_partition_consumes_is_not_free() -> None:
+    # The whole of GPU 1 goes to one 7g.80gb partition: GPU 1 itself and every other
+    # placement of it are held; only GPU 0 and its placements stay free.
+    holder = nv.claim(
+        "big",
+        [nv.exactly("r", "mig.nvidia.com")],
+        namespace="team",
+        allocated=[nv.result("node-h", "gpu-1-mig-7g80gb-0-0")],
+    )
+    snap = Snapshot(
+        objects={
+            Kind.RESOURCE_SLICE: nv.h100_split("node-h"),
+            Kind.RESOURCE_CLAIM: [holder],
+            Kind.NODE: [nv.node("node-h")],
+        }
+    )
+    inv = build_inventory(snap, features=FeatureGates.for_version("1.36"))
+    full = group(inv, "gpu")
+    assert (full.published, full.allocated, full.free) == (2, 0, 1)
+    one = group(inv, "mig", "1g.10gb")
+    assert (one.published, one.free, one.fits) == (14, 7, 7)
+    # With the gate off the allocator ignores counters: nothing is held.
+    off = build_inventory(
+        snap,
+        features=FeatureGates.parse(
+            "DRAPartitionableDevices=false", base=FeatureGates.for_version("1.36")
+        ),
+    )
+    assert group(off, "gpu").free == 2
 
 
 def test_static_mig_and_tainted_devices_called_out() -> None:

@@ -147,7 +147,8 @@ def test_unknown_claim_is_a_usage_error(tmp_path, capsys):
     [
         (["--now", "yesterday"], "--now: not an RFC 3339 time"),
         (["--stuck-after", "5 minutes"], "--stuck-after"),
-        (["-o", "sarif"], "only available for selector-check"),
+        (["-o", "sarif"], "Invalid value for '-o' / '--output': 'sarif' is not one of 'text'"),
+        (["--request-timeout", "5 minutes"], "Invalid timeout value. Timeout must be"),
     ],
 )
 def test_bad_options_are_usage_errors(tmp_path, capsys, args, message):

@@ -62,9 +62,114 @@ def test_claim_and_pod_names_from_the_from_input(monkeypatch, capsys):
     assert complete(monkeypatch, capsys, f"dradiag pod --from {SAMPLE} ml/note") == [
         "ml/notebook-0"
     ]
-    # No --from: names would need the cluster on every TAB; nothing, and no error.
+    # No --from and no reachable cluster: nothing, and no error.
+    monkeypatch.setenv("KUBECONFIG", "/no/such/kubeconfig")
     assert complete(monkeypatch, capsys, "dradiag claim ") == []
     assert complete(monkeypatch, capsys, "dradiag claim --from /no/such/dir ") == []
+
+
+def test_node_names_from_the_from_input(monkeypatch, capsys):
+    assert complete(monkeypatch, capsys, f"dradiag simulate --from {SAMPLE} --node ") == [
+        "a100-node-1"
+    ]
+    assert complete(monkeypatch, capsys, f"dradiag node --from {SAMPLE} --node a1") == [
+        "a100-node-1"
+    ]
+    assert complete(monkeypatch, capsys, f"dradiag simulate --from {SAMPLE} --claim ml/") == [
+        "ml/notebook-mig"
+    ]
+
+
+def test_live_names_come_from_one_list_of_the_cluster(kube_api, kubeconfig, monkeypatch, capsys):
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    claims = complete(monkeypatch, capsys, "dradiag claim ")
+    assert "ml/train-gpu" in claims and all("/" in c for c in claims)
+    assert "train-gpu" in complete(monkeypatch, capsys, "dradiag claim -n ml ")
+    assert "ml/infer-0" in complete(monkeypatch, capsys, "dradiag pod ml/")
+    assert "node-a" in complete(monkeypatch, capsys, "dradiag simulate --node ")
+    reads = [r for r in kube_api.requests if "/resourceclaims" in r.path]
+    assert reads and all(r.method == "GET" for r in kube_api.requests)
+
+
+def test_a_slow_or_refusing_cluster_completes_nothing_quickly(
+    kube_api, kubeconfig, monkeypatch, capsys
+):
+    import time
+
+    from dradiag.cli.completion import LIVE_TIMEOUT
+
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    kube_api.add_fault(r"/resourceclaims", status=0, delay=LIVE_TIMEOUT + 5)
+    started = time.monotonic()
+    assert complete(monkeypatch, capsys, "dradiag claim ") == []
+    assert time.monotonic() - started < LIVE_TIMEOUT + 3
+    # Refused across namespaces: the names of the context's namespace, as kubectl would list.
+    kube_api.add_fault(r"^/api/v1/pods\?", status=403)
+    assert complete(monkeypatch, capsys, "dradiag pod ") == ["default/web-5d8f7"]
+    kube_api.add_fault(r"/pods\?", status=403)  # refused there too: nothing, and no error
+    assert complete(monkeypatch, capsys, "dradiag pod ") == []
+
+
+def test_kubectl_plugin_completion_protocol(capsys):
+    from dradiag.cli.completion import kubectl_complete
+
+    def ask(*args: str) -> list[str]:
+        assert kubectl_complete(list(args)) == 0
+        return capsys.readouterr().out.splitlines()
+
+    assert ask("cl") == ["claim", ":4"]
+    assert ask("claim", "--fr") == ["--from", ":4"]
+    assert ask("claim", "--from", SAMPLE, "") == ["ml/notebook-mig", ":4"]
+    assert ask("simulate", "--from", SAMPLE, "--node", "") == ["a100-node-1", ":4"]
+    # A path: no candidates of dradiag's own, so the shell completes files (:0).
+    assert ask("claim", "--from", "") == [":0"]
+    assert ask("completion", "") == ["bash", "zsh", "fish", ":4"]
+    commands = ask()  # kubectl always passes the word under the cursor; none at all still works
+    assert commands[-1] == ":4" and {"claim", "rbac", "scan"} <= set(commands)
+
+
+def test_the_kubectl_completion_executable_is_a_console_script():
+    import tomllib
+
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["kubectl_complete-dra_diag"] == "dradiag.cli.completion:kubectl_complete_main"
+    assert scripts["kubectl-dra_diag"] == scripts["dradiag"]
+
+
+def _shims(tmp_path):
+    """``dradiag``, ``kubectl-dra_diag`` and ``kubectl_complete-dra_diag`` on a PATH, running
+    this checkout as the console scripts would."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    entries = {
+        "dradiag": "from dradiag.cli.entry import main; main()",
+        "kubectl-dra_diag": "from dradiag.cli.entry import main; main()",
+        "kubectl_complete-dra_diag": "from dradiag.cli.completion import kubectl_complete_main; "
+        "kubectl_complete_main()",
+    }
+    for name, code in entries.items():
+        shim = bin_dir / name
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "{code}" "$@"\n')
+        shim.chmod(shim.stat().st_mode | stat.S_IEXEC)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    env.pop("_DRADIAG_COMPLETE", None)
+    env["KUBECONFIG"] = str(tmp_path / "no-kubeconfig")
+    return env
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+def test_kubectl_calls_the_completion_executable(tmp_path):
+    env = _shims(tmp_path)
+    out = subprocess.run(
+        ["kubectl", "__complete", "dra-diag", "claim", "--from", SAMPLE, ""],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["ml/notebook-mig", ":4"]
 
 
 def test_rule_ids(monkeypatch, capsys):
@@ -74,25 +179,22 @@ def test_rule_ids(monkeypatch, capsys):
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_bash_sources_the_script_and_completes(tmp_path):
-    shim = tmp_path / "bin" / "dradiag"
-    shim.parent.mkdir()
-    shim.write_text(
-        f'#!/bin/sh\nexec "{sys.executable}" -c "from dradiag.cli.app import main; main()" "$@"\n'
-    )
-    shim.chmod(shim.stat().st_mode | stat.S_IEXEC)
-    env = dict(os.environ, PATH=f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    env.pop("_DRADIAG_COMPLETE", None)
-    drive = (
-        "source <(dradiag completion bash)\n"
-        'COMP_WORDS=(dradiag claim --from "$SAMPLE" ""); COMP_CWORD=4\n'
-        "_dradiag_completion dradiag\n"
-        'printf "%s\\n" "${COMPREPLY[@]}"\n'
-        "COMP_WORDS=(dradiag sel); COMP_CWORD=1\n"
-        "_dradiag_completion dradiag\n"
-        'printf "%s\\n" "${COMPREPLY[@]}"\n'
-    )
+    env = _shims(tmp_path)
     env["SAMPLE"] = SAMPLE
+    cases = {
+        "dradiag sel": "selector-check",
+        'dradiag claim --from "$SAMPLE" ""': "ml/notebook-mig",
+        "dradiag claim --no-c": "--no-color",
+        'dradiag simulate --from "$SAMPLE" --node ""': "a100-node-1",
+        'dradiag pod --from "$SAMPLE" ml/n': "ml/notebook-0",
+    }
+    drive = "source <(dradiag completion bash)\n"
+    for line in cases:
+        drive += (
+            f"COMP_WORDS=({line}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1))\n"
+            "_dradiag_completion dradiag\n"
+            'printf "%s\\n" "${COMPREPLY[@]}"\n'
+        )
     out = subprocess.run(
         ["bash", "--norc", "--noprofile", "-c", drive],
         capture_output=True,
@@ -101,4 +203,4 @@ def test_bash_sources_the_script_and_completes(tmp_path):
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["ml/notebook-mig", "selector-check"]
+    assert out.stdout.split() == list(cases.values())

@@ -246,3 +246,27 @@ def test_an_unreachable_cluster_is_one_warning_and_the_node_checks_run(
     assert [line for line in err.splitlines() if "cluster unavailable" in line]
     assert doc["source"]["cluster"]["kind"] == "none" and code == 1
     assert "DRA-PREP-CHECKPOINT-PREPARE-STARTED" in {f["rule"] for f in doc["findings"]}
+
+
+def test_text_follows_the_shared_console_policy(capsys) -> None:
+    """Piped: no box or tree characters, lines not padded; on an 80-column terminal:
+    tables fitted (a hidden column is named), finding text hangs under its indent."""
+    import re
+
+    from dradiag.render.console import forced_terminal
+
+    argv = ["node", "--node", "gpu-node-1", "--from", str(FIXTURES / "leaky"), "--exit-zero"]
+    assert run(argv) == 0
+    plain = capsys.readouterr().out
+    assert not re.search("[─━│┃└├┏┡]", plain)
+    assert all(line == line.rstrip() for line in plain.splitlines())
+    assert "CDI SPEC" in plain and "CLAIM UID" in plain
+    with forced_terminal(80):
+        assert run(argv) == 0
+        drawn = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    lines = drawn.splitlines()
+    assert all(line == line.rstrip() for line in lines)
+    assert "hidden at 80 columns; -o wide shows all" in drawn
+    # Every finding's continuation lines are indented, none restarts at column 0.
+    body = lines[lines.index(next(ln for ln in lines if ln.startswith("error "))) :]
+    assert all(ln.startswith(("error ", "warning ", "info ", "  ")) or not ln for ln in body)

@@ -163,3 +163,49 @@ def test_scan_healthy_plugin_log_is_no_row(tmp_path, capsys):
     capsys.readouterr()
     assert run(["scan", "-A", "--from", str(root)]) == 0
     assert "nothing unhealthy found" in capsys.readouterr().out
+
+
+SAMPLE = REPO / "dradiag" / "samples" / "mig-create-failed-at-prepare"
+SAMPLE_CLAIM = "default/pod-memsat-0004-mig-070gb-8g9dwhd-gpu-tpghv"
+
+
+def test_output_name_is_one_ns_name_line_per_row(capsys):
+    assert run(["scan", "--from", str(SAMPLE), "-o", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert run(["scan", "--from", str(SAMPLE), "-o", "name"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    expected = [
+        f"{i['target']['namespace']}/{i['target']['name']}"
+        if i["target"].get("namespace")
+        else i["target"]["name"]
+        for i in doc["items"]
+    ]
+    assert lines == expected and SAMPLE_CLAIM in lines
+
+
+def test_output_wide_on_an_80_column_terminal_shows_every_column_whole(capsys):
+    from dradiag.render.console import forced_terminal
+
+    with forced_terminal(80):
+        run(["scan", "--from", str(SAMPLE)])
+        narrow = capsys.readouterr().out
+        run(["scan", "--from", str(SAMPLE), "-o", "wide"])
+        wide = capsys.readouterr().out
+    assert "DRA-PREP-MIG-CREATE-FAILED" not in narrow
+    assert "hidden at 80 columns; -o wide shows all" in narrow
+    row = next(line for line in wide.splitlines() if SAMPLE_CLAIM in line)
+    assert "DRA-PREP-MIG-CREATE-FAILED" in row
+    assert "the plugin could not create the MIG device for the claim" in row
+
+
+def test_no_headers_leaves_the_rows(capsys):
+    assert run(["scan", "--from", str(SAMPLE), "--no-headers"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("prepare") and SAMPLE_CLAIM in lines[0]
+
+
+def test_name_and_wide_are_table_outputs_only(capsys):
+    code = run(["claim", SAMPLE_CLAIM, "--from", str(SAMPLE), "-o", "name"])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert "Invalid value for '-o' / '--output': 'name' is not one of" in captured.err

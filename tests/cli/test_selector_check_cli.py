@@ -285,7 +285,7 @@ spec:
         count: 2
 """
     )
-    code, doc = _json(capsys, "selector-check", str(claim), "--from", str(source), "--now")
+    code, doc = _json(capsys, "selector-check", str(claim), "--from", str(source), "--free")
     alt = doc["manifests"][0]["claims"][0]["requests"][0]["alternatives"][0]
     assert alt["matched"] == 2
     assert alt["freeNow"] == 1

@@ -148,3 +148,28 @@ def test_bad_input_exits_2(
     assert code == 2
     assert out == ""
     assert message in err
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_text_on_a_narrow_terminal_never_breaks_a_word(
+    cluster: Path, capsys: pytest.CaptureFixture[str], width: int
+) -> None:
+    import re
+
+    from dradiag.render.console import forced_terminal
+
+    _, out, _ = simulate(
+        capsys, "--from", str(cluster), "--node", "node-a", "--claim", "ml/two", "-o", "json"
+    )
+    doc = json.loads(out)
+    with forced_terminal(width):
+        _, out, _ = simulate(
+            capsys, "--from", str(cluster), "--node", "node-a", "--claim", "ml/two"
+        )
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    words = set(text.split())
+    reason = doc["explanation"][0]["reason"]
+    assert set(reason.split()) <= words  # the arrow line: every word whole
+    for note in doc.get("notes") or []:
+        assert set(note.split()) <= words  # the footnote too
+    assert all(len(line) <= width for line in text.splitlines())

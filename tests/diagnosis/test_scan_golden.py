@@ -5,7 +5,8 @@ not change one row. This runs the real CLI, ``scan -A --from DIR -o json``, on e
 sample, field case and scenario, and on ``bench/scan.py``'s two shapes at a small size
 (built by the bench's own generator, which is deterministic), and compares the rows with
 ``golden/scan_rows.json``: every row, in order, field for field (the ``source.location``
-path and the tool's version aside). Exit codes and the collection block are pinned too.
+path and the tool's version aside, and the ``--from`` path next steps quote read as
+``<from>``, wherever it appears). Exit codes and the document's collection and summary blocks are pinned too.
 
 To regenerate after an intended change of output, run with ``DRADIAG_REGEN_GOLDEN=1`` and
 review the diff of the golden file.
@@ -75,13 +76,21 @@ def _scan_rows(root: Path, extra: list[str]) -> dict[str, Any]:
     out = io.StringIO()
     with redirect_stdout(out), redirect_stderr(io.StringIO()):
         code = run(["scan", "-A", "--from", str(root), "-o", "json", *extra])
-    doc = json.loads(out.getvalue()) if out.getvalue() else {}
+    # Next steps and coverage reasons name the --from path, which differs per checkout
+    # and temporary directory.
+    text = out.getvalue().replace(json.dumps(str(root))[1:-1], "<from>")
+    doc = json.loads(text) if text else {}
     rows = []
     for item in doc.get("items", []):
         item.get("source", {}).pop("location", None)
         item.pop("tool", None)
         rows.append(item)
-    return {"exit": code, "rows": rows, "collection": doc.get("collection")}
+    return {
+        "exit": code,
+        "rows": rows,
+        "collection": doc.get("collection"),
+        "summary": doc.get("summary"),
+    }
 
 
 def _dump(golden: dict[str, Any]) -> str:
@@ -91,7 +100,8 @@ def _dump(golden: dict[str, Any]) -> str:
         rows = ",\n".join(json.dumps(r, ensure_ascii=False) for r in case["rows"])
         blocks.append(
             f'{json.dumps(name)}: {{"exit": {case["exit"]}, '
-            f'"collection": {json.dumps(case["collection"])},\n"rows": [\n{rows}]}}'
+            f'"collection": {json.dumps(case["collection"])}, '
+            f'"summary": {json.dumps(case["summary"])},\n"rows": [\n{rows}]}}'
         )
     return "{\n" + ",\n".join(blocks) + "\n}\n"
 
@@ -119,6 +129,7 @@ def _check(name: str, got: dict[str, Any]) -> None:
     for i, (g, w) in enumerate(zip(got["rows"], want["rows"], strict=True)):
         assert g == w, f"{name}: row {i} ({w['target'].get('name')}) differs"
     assert got["collection"] == want["collection"]
+    assert got["summary"] == want["summary"]
 
 
 @pytest.mark.parametrize("name", list(CASES))

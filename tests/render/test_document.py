@@ -178,6 +178,12 @@ def test_streamed_json_is_the_dumped_document_byte_for_byte(count, unread):
     write_diagnoses_json(iter(items), collection, parts.append)
     assert "".join(parts) == dump_document(diagnoses_document(items, collection), "json")
     assert len(parts) == count + 2  # one write per item: none waits for the others
+    # scan's document carries a summary block after the collection.
+    summary = {"rows": count, "byPhase": {"prepare": count}, "silenced": 0}
+    whole = diagnoses_document(items, collection) | {"summary": summary}
+    parts = []
+    write_diagnoses_json(iter(items), collection, parts.append, {"summary": summary})
+    assert "".join(parts) == dump_document(whole, "json")
 
 
 def test_synthesized_target_is_marked():

@@ -837,7 +837,7 @@ _NEXT = {
         "check the DeviceClass selectors: `kubectl get deviceclass <class> -o yaml`",
     ),
     "DRA-ALLOC-ALL-IN-USE": (
-        "list the holders: `dradiag inventory -n <node>`; are their pods still running?",
+        "list the holders: `dradiag inventory --node <node>`; are their pods still running?",
         "look for claims still allocated for finished pods (`dradiag scan`)",
     ),
     "DRA-ALLOC-COUNTERS-EXHAUSTED": (

@@ -239,7 +239,7 @@ def analyze_claim_selection(
 
 
 def with_free_now(result: ClaimSelection, free_now: Mapping[str, int]) -> ClaimSelection:
-    """``result`` with the ``--now`` counts attached."""
+    """``result`` with the ``selector-check --free`` counts attached."""
     from dataclasses import replace
 
     return replace(result, free_now=dict(free_now))

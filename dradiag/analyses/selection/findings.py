@@ -42,7 +42,7 @@ RULES: Mapping[str, RuleInfo] = {
     "DRA-SEL-BUILTIN-CLASSES": RuleInfo(
         severity=Severity.INFO,
         title="DeviceClasses were taken from the NVIDIA driver's built-in set",
-        next=("kubectl get deviceclasses -o yaml, to check against the cluster's real classes",),
+        next=("kubectl get deviceclasses -o yaml  (to check against the cluster's real classes)",),
     ),
     "DRA-SEL-CEL-COMPILE-ERROR": RuleInfo(
         severity=Severity.ERROR,
@@ -95,7 +95,7 @@ RULES: Mapping[str, RuleInfo] = {
     "DRA-SEL-UNKNOWN-ATTRIBUTE": RuleInfo(
         severity=Severity.WARNING,
         title="a selector reads an attribute or capacity no device publishes",
-        next=("kubectl get resourceslices -o yaml: compare the key with what is published",),
+        next=("compare the key with what is published: `kubectl get resourceslices -o yaml`",),
     ),
     "DRA-SEL-WRONG-DOMAIN": RuleInfo(
         severity=Severity.WARNING,
@@ -130,7 +130,7 @@ RULES: Mapping[str, RuleInfo] = {
     "DRA-SEL-NONE-FREE": RuleInfo(
         severity=Severity.WARNING,
         title="devices match, but none of them is free now",
-        next=("dradiag inventory, to see who holds the matching devices",),
+        next=("dradiag inventory  (who holds the matching devices)",),
     ),
 }
 

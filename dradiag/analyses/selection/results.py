@@ -230,7 +230,7 @@ class ClaimSelection:
     device_limit_exceeded: int | None = None
     """The claim's minimum device count when above :data:`CLAIM_DEVICE_LIMIT`."""
     free_now: Mapping[str, int] | None = None
-    """Request label → matching devices not allocated now (with ``--now``)."""
+    """Request label → matching devices not allocated now (``selector-check --free``)."""
     inventory: DeviceInventory | None = field(default=None, compare=False, repr=False)
     """The devices analysed, for near-miss explanations of broken requests."""
 

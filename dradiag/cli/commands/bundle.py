@@ -15,6 +15,7 @@ import typer
 
 from dradiag.cli.options import (
     DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_STUCK_AFTER,
     AllNamespaces,
     As,
     AsGroup,
@@ -259,6 +260,7 @@ def _analysis(members: dict[str, bytes]) -> tuple[str | None, dict[str, Any]]:
     """``scan -o json`` over the bundle as ``--from`` reads it, and how that went."""
     from dradiag.cli.diagnosis_run import diagnoses_document, walk_options
     from dradiag.diagnosis.build import scan
+    from dradiag.diagnosis.next_steps import without_command
     from dradiag.errors import DradiagError
     from dradiag.render.document import dump_document
     from dradiag.sources.manifests import load_members
@@ -267,7 +269,9 @@ def _analysis(members: dict[str, bytes]) -> tuple[str | None, dict[str, Any]]:
         snapshot = load_members(members, "bundle")
     except DradiagError as exc:
         return None, {"status": "failed", "error": str(exc)}
-    diagnoses = scan(snapshot, namespace=None, options=walk_options(None, "5m"))
+    diagnoses = without_command(
+        scan(snapshot, namespace=None, options=walk_options(None, DEFAULT_STUCK_AFTER)), "scan"
+    )
     doc = diagnoses_document(snapshot, diagnoses)
     return dump_document(doc, "json"), {"status": "collected", "diagnoses": len(diagnoses)}
 

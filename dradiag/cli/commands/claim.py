@@ -63,7 +63,6 @@ def claim(
     4 inconclusive (evidence a phase needs was not readable).
     """
     from dradiag.cli.diagnosis_run import (
-        check_output,
         common_options,
         existing_names,
         report,
@@ -77,7 +76,6 @@ def claim(
     from dradiag.render.text import render_diagnosis
     from dradiag.snapshot.model import Kind
 
-    check_output(output)
     options = walk_options(now, stuck_after)
     ns, name = parse_target(
         target,

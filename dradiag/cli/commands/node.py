@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dradiag.cli.completion import node_names
 from dradiag.cli.options import (
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -41,7 +42,10 @@ logger = logging.getLogger(__name__)
 NodeName = Annotated[
     str | None,
     typer.Option(
-        "--node", metavar="NAME", help="The node's name (default: $NODE_NAME, else the hostname)."
+        "--node",
+        metavar="NAME",
+        help="The node's name (default: $NODE_NAME, else the hostname).",
+        autocompletion=node_names,
     ),
 ]
 CdiDir = Annotated[
@@ -120,11 +124,23 @@ def _cluster(
     return snapshot, block
 
 
-def _catalogued(findings: list[Finding]) -> list[Finding]:
-    """Titles and generic next steps from the rule catalogue, as the diagnosis does."""
+def _catalogued(
+    findings: list[Finding], snapshot: Snapshot | None = None, node: str = ""
+) -> list[Finding]:
+    """Titles and generic next steps from the rule catalogue, as the diagnosis does, with
+    the node, its plugin pod and namespace filled in (``diagnosis/next_steps.py``)."""
     from dataclasses import replace
 
+    from dradiag.diagnosis.next_context import NextContext, node_context
+    from dradiag.diagnosis.next_steps import with_concrete_next
     from dradiag.rulebook import load_rulebook
+
+    ctx = NextContext(node=node)
+    if snapshot is not None:
+        from dradiag.analyses.plugin_health import plugin_health
+
+        ctx = node_context(snapshot, node, plugin_health(snapshot, node).pod if node else None)
+    ctx = replace(ctx, own_commands=frozenset({"node"}))
 
     rulebook = load_rulebook()
     out = []
@@ -138,7 +154,7 @@ def _catalogued(findings: list[Finding]) -> list[Finding]:
             n for n in rule.next if n not in f.next and "{" not in n and "dradiag node" not in n
         )
         out.append(replace(f, title=rule.title or f.title, next=f.next + extra))
-    return out
+    return [with_concrete_next(f, ctx) for f in out]
 
 
 def node(
@@ -176,8 +192,6 @@ def node(
     from dradiag.render.node import node_document, render_node_text
     from dradiag.sources import node_state as ns
 
-    if output is OutputFormat.SARIF:
-        raise UsageError("node writes text, json or yaml")
     if no_cluster and from_path:
         raise UsageError("--no-cluster and --from exclude each other")
     name = node_name or _default_node()
@@ -224,7 +238,7 @@ def node(
         no_color=no_color,
     )
     snapshot, cluster = _cluster(options, name, no_cluster=no_cluster, saved=state.source != "live")
-    findings = _catalogued(check_node(state, snapshot))
+    findings = _catalogued(check_node(state, snapshot), snapshot, name)
     doc = node_document(state, findings, cluster=cluster)
     if output is OutputFormat.TEXT:
         render_node_text(doc, no_color=no_color)

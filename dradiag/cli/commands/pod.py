@@ -70,7 +70,6 @@ def pod(
     import logging
 
     from dradiag.cli.diagnosis_run import (
-        check_output,
         common_options,
         diagnoses_document,
         existing_names,
@@ -84,7 +83,6 @@ def pod(
     from dradiag.render.text import render_diagnoses
     from dradiag.snapshot.model import Kind
 
-    check_output(output)
     options = walk_options(now, stuck_after)
     ns, name = parse_target(
         target,

@@ -42,13 +42,6 @@ RuleId = Annotated[
 ]
 
 
-def _check_output(output: OutputFormat) -> None:
-    from dradiag.errors import UsageError
-
-    if output is OutputFormat.SARIF:
-        raise UsageError("--output sarif is only for selector-check; use text, json or yaml")
-
-
 def _parse_phase(value: str) -> Any:
     from dradiag.errors import UsageError
     from dradiag.rulebook.schema import PHASE_CODES
@@ -62,12 +55,6 @@ def _parse_phase(value: str) -> Any:
     except ValueError:
         choices = ", ".join(p.value for p in Phase)
         raise UsageError(f"unknown phase {value!r} (choose from: {choices})") from None
-
-
-def _console(no_color: bool) -> Any:
-    from dradiag.render.console import stdout_console
-
-    return stdout_console(no_color)
 
 
 _SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
@@ -89,7 +76,6 @@ def list_rules(
     from dradiag.rulebook import load_rulebook
     from dradiag.rulebook.docs import rule_row
 
-    _check_output(output)
     book = load_rulebook()
     rules = book.by_phase(_parse_phase(phase)) if phase else book.rules
     rows = [rule_row(r) for r in rules]
@@ -99,21 +85,39 @@ def list_rules(
         doc = {"schemaVersion": "dradiag.rules/v1", "count": len(rows), "rules": rows}
         typer.echo(dump_document(doc, output), nl=False)
         return 0
-    from rich.table import Table
+    from rich.text import Text
 
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    for column in ("ID", "PHASE", "SEVERITY", "EVIDENCE", "TITLE"):
-        table.add_column(column, no_wrap=column != "TITLE")
-    for row in rows:
-        sev = row["severity"]
-        table.add_row(
+    from dradiag.render.columns import Column, fitted_table, hidden_note, print_table
+    from dradiag.render.console import write_drawn
+
+    # Titles fold as a block; EVIDENCE, then PHASE (the id names it too), then
+    # SEVERITY give way before a title would fold to a word a line.
+    columns = (
+        Column("ID"),
+        Column("PHASE", drop=2),
+        Column("SEVERITY", drop=1),
+        Column("EVIDENCE", fold="tokens", drop=3),
+        Column("TITLE", fold="words"),
+    )
+    cells = [
+        (
             row["id"],
             row["phase"],
-            f"[{_SEVERITY_STYLE[sev]}]{sev}[/]",
-            ",".join(row["evidence"]),
+            Text(row["severity"], style=_SEVERITY_STYLE[row["severity"]]),
+            ", ".join(row["evidence"]),
             row["title"],
         )
-    _console(no_color).print(table)
+        for row in rows
+    ]
+
+    def draw(console: Any) -> None:
+        table, layout = fitted_table(console, columns, cells)
+        print_table(console, table, layout)
+        note = hidden_note(layout, console.width, wide_flag=False)
+        if note is not None:
+            console.print(note)
+
+    write_drawn(no_color, draw)
     return 0
 
 
@@ -157,7 +161,6 @@ def show_rule(
     from dradiag.rulebook import load_rulebook
     from dradiag.rulebook.docs import rule_document
 
-    _check_output(output)
     book = load_rulebook()
     rule = book.get(rule_id)
     if rule is None:

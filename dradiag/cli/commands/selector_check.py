@@ -27,11 +27,11 @@ from dradiag.cli.options import (
     ExitZero,
     FromPath,
     Kubeconfig,
-    Namespace,
     NoColor,
     OutputFormat,
     RequestTimeout,
     Timeout,
+    output_option,
 )
 
 Files = Annotated[
@@ -41,6 +41,16 @@ Files = Annotated[
         help="Manifests to check: ResourceClaim(Template)s, Pods, or any workload with a pod "
         "template (files, directories, or '-' for stdin).",
         show_default=False,
+    ),
+]
+ManifestNamespace = Annotated[
+    str | None,
+    typer.Option(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="The namespace of manifests that name none (as kubectl apply -n); there is no "
+        "-A: the manifests are what is checked.",
     ),
 ]
 Expr = Annotated[
@@ -62,19 +72,17 @@ Nodes = Annotated[
     list[str] | None,
     typer.Option("--node", metavar="NODE", help="Only devices visible from NODE (repeatable)."),
 ]
-Now = Annotated[
+Free = Annotated[
     bool,
     typer.Option(
-        "--now",
+        "--free",
         help="Also account for current allocations (allocation simulator): how many matching "
         "devices are free now.",
     ),
 ]
 SelectorOutput = Annotated[
     OutputFormat,
-    typer.Option(
-        "-o", "--output", case_sensitive=False, help="Output format: text, json, yaml or sarif."
-    ),
+    output_option(OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.YAML, OutputFormat.SARIF),
 ]
 
 
@@ -85,10 +93,10 @@ def selector_check(
     from_path: FromPath = None,
     slices: Slices = None,
     node: Nodes = None,
-    now: Now = False,
+    free: Free = False,
     kubeconfig: Kubeconfig = None,
     context: Context = None,
-    namespace: Namespace = None,
+    namespace: ManifestNamespace = None,
     request_timeout: RequestTimeout = DEFAULT_REQUEST_TIMEOUT,
     timeout: Timeout = DEFAULT_TIMEOUT,
     as_user: As = None,
@@ -142,7 +150,7 @@ def selector_check(
     else:
         snapshot = obtain_device_snapshot(options, node)
         manifests = load_checked_manifests(files, snapshot, namespace=namespace or "default")
-        check = check_manifests(snapshot, manifests, nodes=node, now=now)
+        check = check_manifests(snapshot, manifests, nodes=node, now=free)
         doc = manifests_document(snapshot, check)
         broken = any(f["severity"] == "error" for f in doc["findings"])
     from dradiag.render.document import collection_of

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dradiag.cli.completion import claim_names, node_names, pod_names
 from dradiag.cli.options import (
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -26,13 +27,19 @@ if TYPE_CHECKING:
     from dradiag.analyses.allocation import Simulation
     from dradiag.snapshot.model import K8sObject, Snapshot
 
-NodeOption = Annotated[str, typer.Option("--node", metavar="NODE", help="The node to allocate on.")]
+NodeOption = Annotated[
+    str,
+    typer.Option(
+        "--node", metavar="NODE", help="The node to allocate on.", autocompletion=node_names
+    ),
+]
 ClaimOption = Annotated[
     list[str] | None,
     typer.Option(
         "--claim",
         metavar="NS/NAME",
         help="A ResourceClaim from the snapshot; repeat for several (allocated together, in order).",
+        autocompletion=claim_names,
     ),
 ]
 ClaimFileOption = Annotated[
@@ -46,7 +53,12 @@ ClaimFileOption = Annotated[
 ]
 PodOption = Annotated[
     str | None,
-    typer.Option("--pod", metavar="NS/NAME", help="Take this pod's claims (incl. template ones)."),
+    typer.Option(
+        "--pod",
+        metavar="NS/NAME",
+        help="Take this pod's claims (incl. template ones).",
+        autocompletion=pod_names,
+    ),
 ]
 FeatureGatesOption = Annotated[
     str | None,
@@ -141,34 +153,49 @@ def _claims_from_files(paths: list[str]) -> list[K8sObject]:
 
 
 def _render_text(sim: Simulation, no_color: bool) -> None:
-    from rich.table import Table
+    from dradiag.render.console import write_drawn
 
-    from dradiag.render.console import box_for, stdout_console
+    write_drawn(no_color, lambda console: _draw(console, sim))
 
-    console = stdout_console(no_color)
+
+def _draw(console: Any, sim: Simulation) -> None:
+    from rich.text import Text
+
+    from dradiag.render.columns import Column, fitted_table, print_table
+    from dradiag.render.console import print_hanging
+
     style = {"allocated": "green", "unschedulable": "yellow", "error": "red"}[sim.outcome]
-    console.print(f"node [bold]{sim.node}[/]: [{style}]{sim.outcome}[/]")
+    head = Text("node ")
+    head.append(sim.node, style="bold")
+    head.append(": ")
+    head.append(sim.outcome, style=style)
+    console.print(head)
     if sim.error and sim.outcome != "allocated":
-        console.print(f"  allocator: {sim.error}", markup=False)
+        print_hanging(console, Text("allocator: "), Text(sim.error), indent=2)
     if sim.results:
-        table = Table(
-            "claim", "request", "device", "pool", "driver", title="an allocation that fits"
+        columns = (
+            Column("CLAIM"),
+            Column("REQUEST"),
+            Column("DEVICE"),
+            Column("POOL", drop=2),
+            Column("DRIVER", drop=1),
         )
-        for item in sim.results:
-            for r in item["allocation"]["devices"]["results"]:
-                table.add_row(item["claim"], r["request"], r["device"], r["pool"], r["driver"])
-        table.box = box_for(console)
-        console.print(table)
+        rows = [
+            (item["claim"], r["request"], r["device"], r["pool"], r["driver"])
+            for item in sim.results
+            for r in item["allocation"]["devices"]["results"]
+        ]
+        console.print()
+        console.print(Text("an allocation that fits", style="bold"))
+        table, layout = fitted_table(console, columns, rows)
+        print_table(console, table, layout)
+    stage_columns = (
+        Column("STAGE"),
+        Column("REMAINING", justify="right"),
+        Column("REMOVED (EXAMPLES)", fold="tokens"),
+    )
     for funnel in sim.explanation:
-        table = Table(
-            "stage",
-            "remaining",
-            "removed (examples)",
-            title=(
-                f"{funnel.claim} request {funnel.request}: {funnel.description}, needs "
-                f"{funnel.needed if funnel.needed is not None else 'all'}"
-            ),
-        )
+        stages: list[tuple[str, str, str]] = []
         for stage in funnel.stages:
             examples = ", ".join(
                 str(r["device"]) + (f" ({', '.join(r['claims'])})" if r.get("claims") else "")
@@ -177,17 +204,29 @@ def _render_text(sim: Simulation, no_color: bool) -> None:
             if stage.removed_total > len(stage.removed):
                 examples += f" … +{stage.removed_total - len(stage.removed)}"
             mark = " ◀" if stage.stage == funnel.blocking else ""
-            table.add_row(stage.stage + mark, str(stage.count), examples)
-        table.box = box_for(console)
-        console.print(table)
-        console.print(f"  → {funnel.reason}", markup=False)
+            stages.append((stage.stage + mark, str(stage.count), examples))
+        needs = funnel.needed if funnel.needed is not None else "all"
+        console.print()
+        print_hanging(
+            console,
+            Text(f"{funnel.claim} ", style="bold"),
+            Text(f"request {funnel.request}: {funnel.description}, needs {needs}"),
+        )
+        table, layout = fitted_table(console, stage_columns, stages)
+        print_table(console, table, layout)
+        print_hanging(console, Text("→ "), Text(funnel.reason), indent=2)
     if sim.combination:
-        console.print(
-            "  → each request fits on its own, but not all together: they compete for the "
-            "same devices or counters, or a constraint spans requests"
+        print_hanging(
+            console,
+            Text("→ "),
+            Text(
+                "each request fits on its own, but not all together: they compete for the "
+                "same devices or counters, or a constraint spans requests"
+            ),
+            indent=2,
         )
     for note in sim.notes:
-        console.print(f"[dim]{note}[/]")
+        console.print(Text(note, style="dim"))
 
 
 def simulate(
@@ -221,8 +260,6 @@ def simulate(
     from dradiag.cli.options import CommonOptions
     from dradiag.errors import UsageError
 
-    if output is OutputFormat.SARIF:
-        raise UsageError("simulate writes text, json or yaml")
     if not (claim or claim_file or pod):
         raise UsageError(
             "give the claims to allocate: --claim NS/NAME, --claim-file FILE or --pod NS/NAME"

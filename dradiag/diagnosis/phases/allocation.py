@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from dradiag.analyses import wiring
+from dradiag.analyses.error_chain import clip_middle
 from dradiag.analyses.timeline import (
     age,
     format_age,
@@ -265,7 +266,7 @@ def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> P
             Evidence(
                 source=EvidenceSource.OBJECT,
                 ref=f"Pod {pod_key(pod)} .status.conditions[PodScheduled]",
-                excerpt=f"{(cond or {}).get('reason') or ''}: {message[:600]}",
+                excerpt=f"{(cond or {}).get('reason') or ''}: {clip_middle(message, 600)}",
             )
         ]
         if events:
@@ -278,7 +279,11 @@ def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> P
                 title="the scheduler cannot place the pod with its claim",
                 detail=f"Pod {pod_key(pod)} is unschedulable and ResourceClaim "
                 f"{walk.claim_key} is not allocated."
-                + (f" Per node: {breakdown}." if breakdown else f" Scheduler: {message[:300]}"),
+                + (
+                    f" Per node: {breakdown}."
+                    if breakdown
+                    else f" Scheduler: {clip_middle(message, 300)}"
+                ),
                 evidence=tuple(evidence),
                 next=(
                     f"dradiag simulate --node <node> --claim {walk.claim_key}  (the allocator explained)",

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dradiag.analyses import plugin_health as ph
+from dradiag.analyses.error_chain import clip_middle
 from dradiag.analyses.timeline import (
     parse_time,
 )
@@ -27,6 +28,7 @@ from dradiag.diagnosis.context import (
 )
 from dradiag.diagnosis.findings import as_historical, phase_result
 from dradiag.diagnosis.model import PhaseResult
+from dradiag.diagnosis.next_context import cdi_spec_files
 from dradiag.diagnosis.rule_ids import INJ_CDI_NOT_APPLIED, INJ_CDI_SPEC_MISSING, INJ_CREATE_FAILED
 from dradiag.snapshot.model import (
     K8sObject,
@@ -99,17 +101,17 @@ def phase_injection(walk: ClaimWalk, prepare: PhaseResult) -> PhaseResult:
                     severity=Severity.ERROR,
                     title="the runtime could not create the container",
                     detail=f"Container {cs.get('name')!r} of pod {pod_key(pod)} is waiting with "
-                    f"{waiting.get('reason')}: {str(waiting.get('message') or '')[:500]}",
+                    f"{waiting.get('reason')}: {clip_middle(str(waiting.get('message') or ''), 500)}",
                     evidence=(
                         Evidence(
                             source=EvidenceSource.OBJECT,
                             ref=f"Pod {pod_key(pod)} .status.containerStatuses[{cs.get('name')}]",
-                            excerpt=f"{waiting.get('reason')}: {str(waiting.get('message') or '')[:400]}",
+                            excerpt=f"{waiting.get('reason')}: {clip_middle(str(waiting.get('message') or ''), 400)}",
                         ),
                     ),
                     next=(
                         f"kubectl describe pod -n {namespace_of(pod)} {name_of(pod)}",
-                        f"ls /var/run/cdi/k8s.gpu.nvidia.com-claim_{walk.claim_uid}.yaml on the node",
+                        "ls -l /var/run/cdi/<CDI spec file> on the node",
                     ),
                     identifiers=tuple(("CDI device ID", c) for c in cdi[:4]),
                 )
@@ -368,7 +370,7 @@ def _cdi_spec_missing(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Fin
             if not mine or not before.get("startedAt"):
                 continue
             ran_from = parse_time(before.get("startedAt"))
-            message = str(waiting.get("message") or "")[:300]
+            message = clip_middle(str(waiting.get("message") or ""), 300)
             evidence = [
                 Evidence(
                     source=EvidenceSource.OBJECT,
@@ -396,11 +398,9 @@ def _cdi_spec_missing(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Fin
             skipped = _skipped_prepare_line(walk, node)
             if skipped is not None:
                 evidence.append(skipped)
-            claim_spec = f"k8s.gpu.nvidia.com-claim_{walk.claim_uid}.yaml"
+            specs = cdi_spec_files(mine, walk.claim_uid, nvidia=False)
             spec_file = (
-                f"/var/run/cdi/{claim_spec}"
-                if any("/claim=" in i for i in mine)
-                else "the driver's spec file under /var/run/cdi"
+                f"/var/run/cdi/{specs[0]}" if specs else "the driver's spec file under /var/run/cdi"
             )
             out.append(
                 Finding(
@@ -417,7 +417,9 @@ def _cdi_spec_missing(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Fin
                     "it again for a claim its checkpoint holds as PrepareCompleted." + rebooted,
                     evidence=tuple(evidence),
                     next=(
-                        f"ls -l /var/run/cdi/ on {node}  ({claim_spec})",
+                        f"ls -l /var/run/cdi/{specs[0]} on {node}  (the claim's spec)"
+                        if specs
+                        else f"ls -l /var/run/cdi/ on {node}",
                         "kubectl exec -n <driver namespace> <kubelet-plugin pod on the node> -c gpus "
                         "-- cat /var/lib/kubelet/plugins/gpu.nvidia.com/checkpoint.json  "
                         f"(claim UID {walk.claim_uid}: PrepareCompleted, and its boot ID)",
@@ -447,6 +449,6 @@ def _skipped_prepare_line(walk: ClaimWalk, node: str) -> Evidence | None:
                 return Evidence(
                     source=EvidenceSource.LOG,
                     ref=f"log {where}{' (previous)' if log.previous else ''}:{number}",
-                    excerpt=line.strip()[:600],
+                    excerpt=clip_middle(line.strip(), 600),
                 )
     return None

@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from dradiag.analyses import mps_daemon
+from dradiag.analyses.error_chain import clip_middle
 from dradiag.analyses.timeline import (
     age,
     event_last_time,
@@ -94,7 +95,7 @@ def phase_prepare(walk: ClaimWalk) -> PhaseResult:
                     title="the kubelet could not prepare the claim's devices",
                     detail=f"Pod {pod_key(pod)} waits in ContainerCreating: NodePrepareResources "
                     f"failed on node {(pod.get('spec') or {}).get('nodeName')}: "
-                    f"{str(last.get('message') or '')[:500]}",
+                    f"{clip_middle(str(last.get('message') or ''), 500)}",
                     evidence=tuple(event_evidence(e) for e in failed[-2:]),
                     next=(
                         f"kubectl get events -n {namespace_of(pod)} --field-selector "
@@ -226,12 +227,12 @@ def _mps_daemon_down(walk: ClaimWalk, pod: K8sObject) -> list[Finding]:
             detail=f"Pod {pod_key(pod)} waits in ContainerCreating on node {node}: ResourceClaim "
             f"{walk.claim_key} asks for MPS sharing, and Prepare waits for the claim's MPS "
             f"control daemon (Deployment {where}), which is not running: "
-            f"{cause[:700]}",
+            f"{clip_middle(cause, 700)}",
             evidence=(
                 Evidence(
                     source=EvidenceSource.OBJECT,
                     ref=f"Deployment {where} .status.conditions[{down.condition}]",
-                    excerpt=f"{down.reason}: {down.message}"[:500],
+                    excerpt=clip_middle(f"{down.reason}: {down.message}", 500),
                 ),
             ),
             next=(

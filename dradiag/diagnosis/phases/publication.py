@@ -56,8 +56,11 @@ def pool_finding(problem: Any, blocking: bool) -> Finding:
             ),
         ),
         next=(
-            f"kubectl get resourceslices --field-selector spec.driver={problem.driver},"
-            f"spec.pool.name={problem.pool} -o yaml  (pool.generation, pool.resourceSliceCount)",
+            # ResourceSlices are selectable by spec.driver and spec.nodeName only.
+            f"kubectl get resourceslices --field-selector spec.driver={problem.driver} "
+            "-o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,POOL:.spec.pool.name,"
+            f"GEN:.spec.pool.generation,COUNT:.spec.pool.resourceSliceCount | grep -w -e NAME "
+            f"-e {problem.pool}",
         ),
         identifiers=(("pool", problem.pool), *(("node", n) for n in problem.nodes[:3])),
     )

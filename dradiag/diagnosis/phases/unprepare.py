@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from dradiag.analyses import plugin_health as ph
 from dradiag.analyses import wiring
+from dradiag.analyses.error_chain import clip_middle
 from dradiag.analyses.timeline import (
     age,
     format_age,
@@ -272,7 +273,7 @@ def _partial_prepares(walk: ClaimWalk) -> list[_PartialPrepare]:
                     evidence=Evidence(
                         source=EvidenceSource.LOG,
                         ref=f"log {where}{' (previous)' if log.previous else ''}:{number}",
-                        excerpt=line.strip()[:600],
+                        excerpt=clip_middle(line.strip(), 600),
                     ),
                 )
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dradiag.analyses import wiring
+from dradiag.analyses.error_chain import clip_middle
 from dradiag.diagnosis.context import (
     ClaimWalk,
     RuleHit,
@@ -90,7 +91,7 @@ def phase_workload(walk: ClaimWalk, injection: PhaseResult) -> PhaseResult:
                             source=EvidenceSource.OBJECT,
                             ref=f"Pod {pod_key(pod)} .status.containerStatuses[{cs.get('name')}]",
                             excerpt=f"{term.get('reason') or ''} exit {term.get('exitCode')}: "
-                            f"{str(term.get('message') or '')[:300]}",
+                            f"{clip_middle(str(term.get('message') or ''), 300)}",
                         ),
                     ),
                     next=(
