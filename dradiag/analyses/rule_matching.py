@@ -578,11 +578,7 @@ def _match_object(rule: Rule, om: ObjectMatch, kind: str, obj: K8sObject) -> Rul
 
 def match_objects(rulebook: Rulebook, kind: str, objects: Iterable[K8sObject]) -> list[RuleHit]:
     """Hits of object predicates for objects of ``kind`` (``Pod``, ``ResourceClaim``, ...)."""
-    rules = [
-        r
-        for r in rulebook.rules
-        if r.match is not None and r.match.object is not None and r.match.object.kind == kind
-    ]
+    rules = rulebook.object_rules(kind)
     if not rules:
         return []
     hits: list[RuleHit] = []

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dradiag.cli.options import OutputFormat
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
     from dradiag.cli.inputs import Target
     from dradiag.cli.options import CommonOptions
@@ -158,11 +158,45 @@ def report(
 ) -> int:
     """Emit ``doc`` (drawn by ``render`` for ``-o text``) and return the exit code;
     ``inconclusive``: a read the answer needed failed, so nothing broken is exit 4."""
-    from dradiag.cli.exit_codes import ExitCode
 
     text = render(doc, color=use_color(no_color)) if output is OutputFormat.TEXT else None
     emit(doc, output, text)
+    return final_code(diagnoses, exit_zero=exit_zero, inconclusive=inconclusive)
+
+
+def final_code(diagnoses: Iterable[Diagnosis], *, exit_zero: bool, inconclusive: bool) -> int:
+    """``report``'s exit code: ``exit_code_for``, and 4 when nothing is broken but a read
+    the answer needed failed (``inconclusive``)."""
+    from dradiag.cli.exit_codes import ExitCode
+
     code = exit_code_for(diagnoses, exit_zero)
     if code == ExitCode.OK and inconclusive and not exit_zero:
         return ExitCode.INCONCLUSIVE
     return code
+
+
+def stream_diagnoses_json(
+    snapshot: Snapshot,
+    diagnoses: list[Diagnosis],
+    unread: Sequence[KindRecord] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """Write ``diagnoses_document(snapshot, diagnoses, unread)`` (with ``extra``'s blocks
+    after ``collection``) as JSON to stdout, one item at a time, and empty ``diagnoses``
+    as it goes (``scan``: each diagnosis is dropped once its item is written, so the
+    document never exists whole in memory)."""
+    import sys
+
+    from dradiag.render import document
+
+    collection = document.collection_of(snapshot)
+
+    def items() -> Iterator[dict[str, Any]]:
+        diagnoses.reverse()  # pop() from the end is O(1); the order written is unchanged
+        while diagnoses:
+            yield document.diagnosis_document(diagnoses.pop(), snapshot.source, collection)
+
+    document.write_diagnoses_json(
+        items(), document.collection_of(snapshot, unread), sys.stdout.write, extra
+    )
+    sys.stdout.flush()

@@ -73,6 +73,7 @@ from dradiag.snapshot.model import (
     allocated_devices,
     name_of,
     namespace_of,
+    paused_gc,
 )
 from dradiag.vocabulary import PHASE_ORDER, PhaseStatus, Severity
 
@@ -314,7 +315,23 @@ def scan(
     include_nodes: bool = True,
 ) -> list[Diagnosis]:
     """Every claim (or pod whose claim is not created yet) that is not healthy, plus
-    node-level publication problems, sorted by phase."""
+    node-level publication problems, sorted by phase.
+
+    The cyclic collector is paused while the walks run (``paused_gc``): they build
+    hundreds of thousands of small acyclic objects that live until the rows are written,
+    and every collection of the oldest generation would walk all of those made so far.
+    """
+    with paused_gc():
+        return _scan(snapshot, namespace=namespace, options=options, include_nodes=include_nodes)
+
+
+def _scan(
+    snapshot: Snapshot,
+    *,
+    namespace: str | None,
+    options: WalkOptions | None,
+    include_nodes: bool,
+) -> list[Diagnosis]:
     from dradiag.diagnosis.model import VerdictStatus
 
     base = options or WalkOptions()

@@ -6,6 +6,7 @@ claim in a 5,000-node snapshot costs what it costs in a five-node one (``bench/d
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -89,7 +90,10 @@ def optional_rulebook() -> Any | None:
     return load_rulebook()
 
 
+@functools.cache
 def optional_matcher(name: str) -> Callable[..., Any] | None:
+    """``analyses.rule_matching.<name>``, or None in a build without it; looked up once
+    (every walk asks for three of them, and an import statement is not free)."""
     try:
         from dradiag.analyses import rule_matching
     except ImportError:
@@ -245,6 +249,10 @@ class ClaimWalk:
     _hits: list[RuleHit] | None = None
     _plugin: dict[str, ph.PluginHealth] = field(default_factory=dict)
     _publication_nodes: list[str] | None = None
+    _drivers: list[str] | None = None
+    _allocation: Mapping[str, Any] | None = None
+    _allocation_done: bool = False
+    _nodes: list[str] | None = None
     _crossings: Mapping[Phase, Crossing] | None = None
     _events: dict[tuple[str, str, str] | None, list[K8sObject]] = field(default_factory=dict)
     """The claim's (key None) and each pod's (by namespace, name, UID) events, looked up
@@ -275,9 +283,14 @@ class ClaimWalk:
 
     @property
     def allocation(self) -> Mapping[str, Any] | None:
+        """The claim's ``status.allocation`` when it has one (read once: every phase asks)."""
+        if self._allocation_done:
+            return self._allocation
         status = self.claim.get("status")
         alloc = status.get("allocation") if isinstance(status, Mapping) else None
-        return alloc if isinstance(alloc, Mapping) and alloc else None
+        self._allocation = alloc if isinstance(alloc, Mapping) and alloc else None
+        self._allocation_done = True
+        return self._allocation
 
     @property
     def status_known(self) -> bool:
@@ -325,6 +338,13 @@ class ClaimWalk:
 
     # topology ----------------------------------------------------------------------------
     def drivers(self) -> list[str]:
+        """The claim's drivers (its results', else its classes', else those publishing),
+        worked out once per walk: publication, the known issues and the hits all ask."""
+        if self._drivers is None:
+            self._drivers = self._find_drivers()
+        return list(self._drivers)
+
+    def _find_drivers(self) -> list[str]:
         found = [d for _r, d, _p, _dev in claim_devices(self.claim) if d]
         if not found:
             for cls_name in class_names(self.claim):
@@ -358,6 +378,12 @@ class ClaimWalk:
         return [NVIDIA_DRIVER]
 
     def nodes(self) -> list[str]:
+        """The claim's nodes (allocation, pods, reporting kubelets), once per walk."""
+        if self._nodes is None:
+            self._nodes = self._find_nodes()
+        return list(self._nodes)
+
+    def _find_nodes(self) -> list[str]:
         nodes: set[str] = set()
         if self.allocation:
             nodes |= _node_names_in_selector(self.allocation.get("nodeSelector"))

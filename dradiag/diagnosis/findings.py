@@ -4,6 +4,7 @@ and the PhaseResult a phase returns (``phase_result``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -54,6 +55,7 @@ def _enrich(finding: Finding, rulebook: Any | None) -> Finding:
     return replace(finding, title=rule.title or finding.title, next=finding.next + extra)
 
 
+@functools.cache
 def _context_placeholders(text: str) -> frozenset[str]:
     """Evidence placeholders (``{pod}``, ``{node}``) in a catalogue line. Only the matcher
     fills them; a code-backed finding states its own commands, so such a line is left out
@@ -105,6 +107,9 @@ def phase_result(
     summary: str = "",
 ) -> PhaseResult:
     enriched = [_enrich(f, rulebook) for f in findings]
+    if not enriched:
+        # Most phases of most walks find nothing: no merging, causes or ordering to do.
+        return PhaseResult(phase=phase, status=_status_of((), base), findings=(), summary=summary)
     # The same rule saying the same thing twice (a current and a previous log, a claim
     # and a pod event) is one finding with the evidence of both.
     merged: dict[tuple[str, str, Severity], Finding] = {}

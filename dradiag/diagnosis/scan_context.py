@@ -17,7 +17,7 @@ from typing import Any
 
 from dradiag.analyses import plugin_health as ph
 from dradiag.diagnosis.context import ComponentMatch, component_matches
-from dradiag.snapshot.model import K8sObject, Snapshot, key_of, namespace_of
+from dradiag.snapshot.model import K8sObject, Snapshot, key_of
 from dradiag.vocabulary import Evidence, Finding
 
 Simulated = tuple[list[Finding], list[str]]
@@ -46,7 +46,7 @@ class ScanContext:
     _object_hits: dict[str, list[Finding]] = field(default_factory=dict)
     _log_hits: dict[str, list[PluginLogHit]] = field(default_factory=dict)
     _simulations: dict[bytes, tuple[str, Simulated | None]] = field(default_factory=dict)
-    _selections: dict[tuple[str, bytes], tuple[str, list[Finding]]] = field(default_factory=dict)
+    _selections: dict[bytes, tuple[str, list[Finding]]] = field(default_factory=dict)
     _doubly: frozenset[tuple[str, str, str]] | None = None
     _component: list[ComponentMatch] | None = None
     known_issue_clean: set[str | None] = field(default_factory=set)
@@ -140,12 +140,17 @@ class ScanContext:
         return [_readdressed(f, first, key_of(claim)) for f in findings], list(fits)
 
     def selection(self, claim: K8sObject, analyse: Callable[[], list[Finding]]) -> list[Finding]:
-        """The selection analysis of ``claim``, run once per distinct spec in a namespace
-        (classes and selectors decide it, not the claim's name), re-addressed to it."""
-        spec = _spec_key(claim)
-        if spec is None:
+        """The selection analysis of ``claim``, run once per distinct spec (classes and
+        selectors decide it, not the claim's name), re-addressed to it.
+
+        Not once per namespace: the analysis reads the namespace only to label the claim
+        (``ns/name``, analyses/selection/findings.py ``_claim_label``), which the
+        re-addressing rewrites whole; 50 namespaces of one template were 50 analyses of
+        every device in the cluster.
+        """
+        key = _spec_key(claim)
+        if key is None:
             return analyse()
-        key = (namespace_of(claim), spec)
         cached = self._selections.get(key)
         if cached is None:
             findings = analyse()

@@ -9,7 +9,7 @@ for ``pod`` and ``scan``), and every test output is validated against those sche
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,6 +38,39 @@ def dump_document(doc: Mapping[str, Any], output: str) -> str:
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
     except (ImportError, TypeError):  # orjson.JSONEncodeError is a TypeError
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_diagnoses_json(
+    items: Iterable[Mapping[str, Any]],
+    collection: Mapping[str, Any],
+    write: Callable[[str], Any],
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """Write the ``dradiag.diagnoses/v1`` document of ``items`` as JSON, one item at a time.
+
+    The bytes are those ``dump_document(doc, "json")`` writes for ``doc =
+    diagnoses_document(items, collection)`` with ``extra``'s keys added after
+    ``collection`` (``scan``'s ``summary``), but no item waits for the others: a ``scan``
+    of 60,000 claims would otherwise hold every item's dict, the whole 100 MB document
+    and its decoded copy at once. Each item is indented as orjson indents it at the
+    depth ``items`` puts it.
+    """
+    import orjson
+
+    option = orjson.OPT_INDENT_2
+    head = orjson.dumps({"schemaVersion": DIAGNOSES_SCHEMA_VERSION}, option=option)
+    write(head[:-2].decode() + ',\n  "items": [')
+    first = True
+    for item in items:
+        try:
+            body = orjson.dumps(item, option=option)
+        except TypeError:  # what orjson refuses (dump_document's fallback), as it indents
+            body = json.dumps(item, indent=2, ensure_ascii=False).encode()
+        write(("\n    " if first else ",\n    ") + body.replace(b"\n", b"\n    ").decode())
+        first = False
+    tail = {"collection": dict(collection), **(extra or {})}
+    blocks = orjson.dumps(tail, option=option)[1:-2].decode()  # its keys, without the braces
+    write(("]" if first else "\n  ]") + "," + blocks + "\n}\n")
 
 
 def tool_block() -> dict[str, str]:

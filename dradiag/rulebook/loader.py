@@ -31,6 +31,8 @@ class Rulebook:
     _aliases: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     _events: dict[str | None, list[Rule]] = field(default_factory=dict, repr=False, compare=False)
     """Event rules by the exact reason they name; under None, those naming none."""
+    _objects: dict[str, tuple[Rule, ...]] = field(default_factory=dict, repr=False, compare=False)
+    """Object-predicate rules by the kind they match, indexed on first use."""
     _symptoms: dict[str, Rulebook] = field(default_factory=dict, repr=False, compare=False)
     """Per symptom part key: the known-issue rules reduced to that part; under ``""``,
     the known-issue rules themselves."""
@@ -77,6 +79,20 @@ class Rulebook:
                 for reason_named in em.reasons or (None,):
                     self._events.setdefault(reason_named, []).append(rule)
         return self._events.get(reason, []) + self._events[None]
+
+    def object_rules(self, kind: str) -> tuple[Rule, ...]:
+        """Rules with an object predicate for objects of ``kind``, in catalogue order.
+        Indexed once: a scan matches every walked claim's pods one at a time."""
+        found = self._objects.get(kind)
+        if found is None:
+            found = self._objects[kind] = tuple(
+                r
+                for r in self.rules
+                if r.match is not None
+                and r.match.object is not None
+                and r.match.object.kind == kind
+            )
+        return found
 
     @property
     def known_issues(self) -> tuple[Rule, ...]:

@@ -111,3 +111,39 @@ def test_bench_shaped_scan_rows_are_unchanged(tmp_path: Path, plugin_labels: boo
     rows = build.scan(snapshot)
     assert len(rows) >= 30  # the 32 pending claims (and the broken one) are rows
     assert _docs(snapshot, rows) == _docs(snapshot, _by_hand(snapshot))
+
+
+def _unmatched_claim(namespace: str, name: str) -> dict[str, Any]:
+    selector = {"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName == 'H100'"}}
+    request = {"deviceClassName": "gpu.nvidia.com", "selectors": [selector]}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": request}]}},
+        "status": {},
+    }
+
+
+def test_one_spec_in_many_namespaces_is_labelled_per_claim(tmp_path: Path) -> None:
+    """The selection analysis runs once per spec, across namespaces; each row still names
+    its own claim (``ns/name``) wherever the analysis named the first one."""
+    import json
+
+    _bench_module().build(tmp_path, 2, claims_total=16, events_total=0)
+    claims = [_unmatched_claim(ns, name) for ns in ("a", "b") for name in ("x", "x-1", "y")]
+    (tmp_path / "extra-claims.json").write_text(
+        json.dumps({"apiVersion": "v1", "kind": "List", "items": claims})
+    )
+    snapshot = load_snapshot(str(tmp_path))
+    rows = build.scan(snapshot)
+    labelled = {
+        f"{d.target.namespace}/{d.target.name}"
+        for d in rows
+        for p in d.phases
+        if p.phase.value == "selection"
+        for f in p.findings
+        if f"claim {d.target.namespace}/{d.target.name}," in f.detail + f.title
+    }
+    assert labelled == {f"{c['metadata']['namespace']}/{c['metadata']['name']}" for c in claims}
+    assert _docs(snapshot, rows) == _docs(snapshot, _by_hand(snapshot))

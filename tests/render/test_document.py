@@ -17,6 +17,7 @@ from dradiag.render.document import (
     diagnoses_document,
     diagnosis_document,
     dump_document,
+    write_diagnoses_json,
 )
 from dradiag.snapshot.model import CollectionError, SourceInfo
 from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
@@ -157,6 +158,32 @@ def test_diagnoses_document_and_yaml_round_trip():
     assert doc["collection"] == {"partial": False, "errors": []}
     assert yaml.safe_load(dump_document(doc, "yaml")) == doc
     assert json.loads(dump_document(doc, "json")) == doc
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+@pytest.mark.parametrize("unread", [False, True], ids=["read", "unread"])
+def test_streamed_json_is_the_dumped_document_byte_for_byte(count, unread):
+    """scan writes its document item by item; the bytes are the whole document's dump."""
+    from dradiag.snapshot.model import Coverage, Kind, KindRecord
+
+    items = [
+        diagnosis_document(_diagnosis(s), SOURCE, collection_block([]))
+        for s in [VerdictStatus.BROKEN, VerdictStatus.OK, VerdictStatus.BROKEN][:count]
+    ]
+    gaps = [KindRecord(kind=Kind.EVENT, coverage=Coverage.UNKNOWN, reason="403")] if unread else []
+    collection = collection_block(
+        [CollectionError(resource="events", verb="list", reason="forbidden")], unread=gaps
+    )
+    parts: list[str] = []
+    write_diagnoses_json(iter(items), collection, parts.append)
+    assert "".join(parts) == dump_document(diagnoses_document(items, collection), "json")
+    assert len(parts) == count + 2  # one write per item: none waits for the others
+    # scan's document carries a summary block after the collection.
+    summary = {"rows": count, "byPhase": {"prepare": count}, "silenced": 0}
+    whole = diagnoses_document(items, collection) | {"summary": summary}
+    parts = []
+    write_diagnoses_json(iter(items), collection, parts.append, {"summary": summary})
+    assert "".join(parts) == dump_document(whole, "json")
 
 
 def test_synthesized_target_is_marked():

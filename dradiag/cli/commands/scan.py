@@ -185,8 +185,10 @@ def scan(
 
     from dradiag.cli.diagnosis_run import (
         diagnoses_document,
+        final_code,
         read_snapshot,
         report,
+        stream_diagnoses_json,
         walk_options,
     )
     from dradiag.cli.inputs import Target
@@ -248,6 +250,14 @@ def scan(
         logging.getLogger("dradiag.scan").warning(
             "could not read: %s; scan will not call the cluster healthy", coverage.describe(unread)
         )
+    if output is OutputFormat.JSON:
+        # Streamed: 60,000 rows never exist as one document (or one string) in memory.
+        summary = selection.summary()
+        code = final_code(selection.rows, exit_zero=exit_zero, inconclusive=bool(unread))
+        rows = list(selection.rows)
+        del diagnoses, selection  # each row is freed once written
+        stream_diagnoses_json(snapshot, rows, unread, {"summary": summary})
+        return code
     doc = diagnoses_document(snapshot, selection.rows, unread)
     doc["summary"] = selection.summary()
     if output is OutputFormat.SARIF:
