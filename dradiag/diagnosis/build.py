@@ -179,7 +179,8 @@ def walk_claim(
         walk, (publication, selection, allocation, prepare, injection, workload, unprepare)
     )
     assert tuple(p.phase for p in phases) == PHASE_ORDER
-    phases = with_concrete_phases(phases, walk_context(walk, phases))
+    memo = shared.next_steps if shared is not None else None
+    phases = with_concrete_phases(phases, walk_context(walk, phases), memo)
     target = _target(walk)
     return Diagnosis(target=target, verdict=decide_verdict(target, phases), phases=phases)
 

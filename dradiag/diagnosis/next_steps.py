@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from dradiag.diagnosis.next_context import (
     HOST_ROOT,
@@ -276,11 +276,25 @@ def _kubectl_namespaced(command: str, own: Mapping[tuple[str, str], str] | None 
     return " ".join(_with_namespace(words, own or {}))
 
 
+def _qualifies_nothing(command: str) -> bool:
+    """Whether ``_kubectl_namespaced`` returns ``command`` (one with no slash) unchanged
+    whatever the claim and pod are: it is already in joined form and names its namespace
+    (``-n``, ``-A``) or names no pod or claim that ``_with_namespace`` could qualify."""
+    words = split_words(command)
+    if " ".join(words) != command:
+        return False
+    return _namespace_given(words) or not any(w in _KIND_OF for w in words[2:-1])
+
+
+def _namespace_given(words: list[str]) -> bool:
+    return any(w in ("-n", "--namespace", "-A", "--all-namespaces") for w in words) or any(
+        w.startswith(("--namespace=", "-n=")) for w in words
+    )
+
+
 def _with_namespace(words: list[str], own: Mapping[tuple[str, str], str]) -> list[str]:
     """``-n NS`` added to a namespaced kubectl line about the claim or its pod that has none."""
-    if any(w in ("-n", "--namespace", "-A", "--all-namespaces") for w in words) or any(
-        w.startswith(("--namespace=", "-n=")) for w in words
-    ):
+    if _namespace_given(words):
         return words
     for i in range(2, len(words) - 1):
         kind = _KIND_OF.get(words[i])
@@ -381,6 +395,8 @@ def concrete_step(step: str, ctx: NextContext) -> str | None:
     def rewrite(command: str) -> str:
         nonlocal dropped
         if command.startswith("kubectl "):
+            if "/" not in command and _qualifies_nothing(command):
+                return command  # not reading own_objects lets a scan's StepMemo hit
             return _kubectl_namespaced(command, ctx.own_objects)
         if command.startswith("dradiag "):
             done = _dradiag(command, ctx)
@@ -421,25 +437,97 @@ def _rewrite_pipeline(text: str, rewrite: Callable[[str], str]) -> str:
     return "".join(out)
 
 
-def concrete_steps(steps: Iterable[str], ctx: NextContext) -> tuple[str, ...]:
+class _Reads:
+    """A NextContext stand-in that notes which of its attributes a step read."""
+
+    __slots__ = ("_ctx", "names")
+
+    def __init__(self, ctx: NextContext) -> None:
+        self._ctx = ctx
+        self.names: dict[str, None] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._ctx, name)
+        self.names[name] = None
+        return value
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` as a dict key part: ``own_objects`` is the one dict a step reads."""
+    return tuple(sorted(value.items())) if isinstance(value, dict) else value
+
+
+class StepMemo:
+    """Concrete steps already worked out in one scan, keyed by the step and the values
+    of only the context attributes it read.
+
+    A scan's rows share a handful of templates (every pending claim's "kubectl get
+    resourceclaims -A …"), but each row's context names its own claim, so a memo keyed
+    by the whole context never hits. concrete_step is a function of the step and the
+    attributes it reads: the first run records which ones (``_Reads``); a later context
+    with the same values there gets the same answer without the rewrite (it would read
+    the same attributes, take the same branches, and build the same text).
+    """
+
+    __slots__ = ("_known", "_findings")
+
+    def __init__(self) -> None:
+        self._known: dict[str, list[tuple[tuple[str, ...], dict[tuple[Any, ...], str | None]]]] = {}
+        self._findings: dict[tuple[int, tuple[str, ...]], tuple[Finding, Finding]] = {}
+
+    def finding(self, finding: Finding, steps: tuple[str, ...]) -> Finding:
+        """``finding`` with next steps ``steps``: one object for every row that shares
+        ``finding`` (the simulator's, for every pending claim of a spec) and gets the same
+        steps. The memo holds ``finding`` itself, so its id stays its own."""
+        key = (id(finding), steps)
+        known = self._findings.get(key)
+        if known is None:
+            known = self._findings[key] = (finding, replace(finding, next=steps))
+        return known[1]
+
+    def step(self, step: str, ctx: NextContext) -> str | None:
+        """``concrete_step(step, ctx)``, from the memo when it has the answer."""
+        entries = self._known.setdefault(step, [])
+        for names, answers in entries:
+            values = tuple(_hashable(getattr(ctx, n)) for n in names)
+            if values in answers:
+                return answers[values]
+        reads = _Reads(ctx)
+        done = concrete_step(step, cast("NextContext", reads))
+        names = tuple(reads.names)
+        values = tuple(_hashable(getattr(ctx, n)) for n in names)
+        for known, answers in entries:
+            if known == names:
+                answers[values] = done
+                break
+        else:
+            entries.append((names, {values: done}))
+        return done
+
+
+def concrete_steps(
+    steps: Iterable[str], ctx: NextContext, memo: StepMemo | None = None
+) -> tuple[str, ...]:
     """Every step made concrete, the dropped ones left out, duplicates once."""
     out: dict[str, None] = {}
     for step in steps:
-        done = concrete_step(step, ctx)
+        done = concrete_step(step, ctx) if memo is None else memo.step(step, ctx)
         if done:
             out.setdefault(done, None)
     return tuple(out)
 
 
-def with_concrete_next(finding: Finding, ctx: NextContext) -> Finding:
+def with_concrete_next(finding: Finding, ctx: NextContext, memo: StepMemo | None = None) -> Finding:
     """``finding`` with its next steps made concrete for ``ctx``."""
     if not finding.next:
         return finding
     wanted = " ".join(finding.next)
     if "<CDI spec" in wanted or "<pci bus id>" in wanted.lower():
         ctx = _with_identifiers(ctx, finding)
-    steps = concrete_steps(finding.next, ctx)
-    return finding if steps == finding.next else replace(finding, next=steps)
+    steps = concrete_steps(finding.next, ctx, memo)
+    if steps == finding.next:
+        return finding
+    return replace(finding, next=steps) if memo is None else memo.finding(finding, steps)
 
 
 def _with_identifiers(ctx: NextContext, finding: Finding) -> NextContext:
@@ -459,12 +547,15 @@ def _with_identifiers(ctx: NextContext, finding: Finding) -> NextContext:
 
 
 def with_concrete_phases(
-    phases: Sequence[PhaseResult], ctx: NextContext
+    phases: Sequence[PhaseResult], ctx: NextContext, memo: StepMemo | None = None
 ) -> tuple[PhaseResult, ...]:
-    """Every finding of ``phases`` with concrete next steps."""
+    """Every finding of ``phases`` with concrete next steps (``memo``: a scan's)."""
     out: list[PhaseResult] = []
     for phase in phases:
-        findings = tuple(with_concrete_next(f, ctx) for f in phase.findings)
+        if not phase.findings:
+            out.append(phase)
+            continue
+        findings = tuple(with_concrete_next(f, ctx, memo) for f in phase.findings)
         same = all(a is b for a, b in zip(findings, phase.findings, strict=True))
         out.append(phase if same else replace(phase, findings=findings))
     return tuple(out)

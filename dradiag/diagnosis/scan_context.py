@@ -17,6 +17,7 @@ from typing import Any
 
 from dradiag.analyses import plugin_health as ph
 from dradiag.diagnosis.context import ComponentMatch, component_matches
+from dradiag.diagnosis.next_steps import StepMemo
 from dradiag.snapshot.model import K8sObject, Snapshot, key_of
 from dradiag.vocabulary import Evidence, Finding
 
@@ -49,6 +50,8 @@ class ScanContext:
     _selections: dict[bytes, tuple[str, list[Finding]]] = field(default_factory=dict)
     _doubly: frozenset[tuple[str, str, str]] | None = None
     _component: list[ComponentMatch] | None = None
+    next_steps: StepMemo = field(default_factory=StepMemo)
+    """Concrete next steps worked out once per template and the context values it reads."""
     known_issue_clean: set[str | None] = field(default_factory=set)
     """Nodes with no affected known-issue reading (``match_known_issues``' clean_nodes)."""
 
