@@ -46,8 +46,13 @@ class ScanContext:
     _health: dict[str, ph.PluginHealth] = field(default_factory=dict)
     _object_hits: dict[str, list[Finding]] = field(default_factory=dict)
     _log_hits: dict[str, list[PluginLogHit]] = field(default_factory=dict)
-    _simulations: dict[bytes, tuple[str, Simulated | None]] = field(default_factory=dict)
-    _selections: dict[bytes, tuple[str, list[Finding]]] = field(default_factory=dict)
+    _simulations: dict[bytes, tuple[str, Simulated | None, tuple[bool, ...]]] = field(
+        default_factory=dict
+    )
+    _selections: dict[bytes, tuple[str, list[Finding], tuple[bool, ...]]] = field(
+        default_factory=dict
+    )
+    _spec_keys: dict[int, tuple[K8sObject, bytes | None]] = field(default_factory=dict)
     _doubly: frozenset[tuple[str, str, str]] | None = None
     _component: list[ComponentMatch] | None = None
     next_steps: StepMemo = field(default_factory=StepMemo)
@@ -128,19 +133,21 @@ class ScanContext:
         cluster, not on its name: thousands of pending claims from one template get one
         simulation (on every node), its findings re-addressed to each claim.
         """
-        key = _spec_key(claim)
+        key = self._spec_key(claim)
         if key is None:
             return simulate()
         cached = self._simulations.get(key)
         if cached is None:
             result = simulate()
-            self._simulations[key] = (key_of(claim), result)
+            first = key_of(claim)
+            named = tuple(_mentions(f, first) for f in result[0]) if result else ()
+            self._simulations[key] = (first, result, named)
             return result
-        first, result = cached
+        first, result, named = cached
         if result is None:
             return None
         findings, fits = result
-        return [_readdressed(f, first, key_of(claim)) for f in findings], list(fits)
+        return _all_readdressed(findings, named, first, key_of(claim)), list(fits)
 
     def selection(self, claim: K8sObject, analyse: Callable[[], list[Finding]]) -> list[Finding]:
         """The selection analysis of ``claim``, run once per distinct spec (classes and
@@ -151,16 +158,34 @@ class ScanContext:
         re-addressing rewrites whole; 50 namespaces of one template were 50 analyses of
         every device in the cluster.
         """
-        key = _spec_key(claim)
+        key = self._spec_key(claim)
         if key is None:
             return analyse()
         cached = self._selections.get(key)
         if cached is None:
             findings = analyse()
-            self._selections[key] = (key_of(claim), findings)
+            first = key_of(claim)
+            named = tuple(_mentions(f, first) for f in findings)
+            self._selections[key] = (first, findings, named)
             return list(findings)
-        first, findings = cached
-        return [_readdressed(f, first, key_of(claim)) for f in findings]
+        first, findings, named = cached
+        return _all_readdressed(findings, named, first, key_of(claim))
+
+    def _spec_key(self, claim: K8sObject) -> bytes | None:
+        """``_spec_key(claim)``, serialised once per claim (its simulation and its
+        selection both ask). The entry holds the claim, so its id stays its own."""
+        known = self._spec_keys.get(id(claim))
+        if known is None:
+            known = self._spec_keys[id(claim)] = (claim, _spec_key(claim))
+        return known[1]
+
+
+def _all_readdressed(
+    findings: list[Finding], named: tuple[bool, ...], old: str, new: str
+) -> list[Finding]:
+    """``findings`` computed for claim ``old``, re-addressed to ``new``; ``named`` says
+    which of them mention ``old`` at all (the others are shared as they are)."""
+    return [_readdressed(f, old, new) if n else f for f, n in zip(findings, named, strict=True)]
 
 
 def _spec_key(claim: K8sObject) -> bytes | None:
