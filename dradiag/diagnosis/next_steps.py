@@ -469,21 +469,10 @@ class StepMemo:
     the same attributes, take the same branches, and build the same text).
     """
 
-    __slots__ = ("_known", "_findings")
+    __slots__ = ("_known",)
 
     def __init__(self) -> None:
         self._known: dict[str, list[tuple[tuple[str, ...], dict[tuple[Any, ...], str | None]]]] = {}
-        self._findings: dict[tuple[int, tuple[str, ...]], tuple[Finding, Finding]] = {}
-
-    def finding(self, finding: Finding, steps: tuple[str, ...]) -> Finding:
-        """``finding`` with next steps ``steps``: one object for every row that shares
-        ``finding`` (the simulator's, for every pending claim of a spec) and gets the same
-        steps. The memo holds ``finding`` itself, so its id stays its own."""
-        key = (id(finding), steps)
-        known = self._findings.get(key)
-        if known is None:
-            known = self._findings[key] = (finding, replace(finding, next=steps))
-        return known[1]
 
     def step(self, step: str, ctx: NextContext) -> str | None:
         """``concrete_step(step, ctx)``, from the memo when it has the answer."""
@@ -525,9 +514,7 @@ def with_concrete_next(finding: Finding, ctx: NextContext, memo: StepMemo | None
     if "<CDI spec" in wanted or "<pci bus id>" in wanted.lower():
         ctx = _with_identifiers(ctx, finding)
     steps = concrete_steps(finding.next, ctx, memo)
-    if steps == finding.next:
-        return finding
-    return replace(finding, next=steps) if memo is None else memo.finding(finding, steps)
+    return finding if steps == finding.next else replace(finding, next=steps)
 
 
 def _with_identifiers(ctx: NextContext, finding: Finding) -> NextContext:

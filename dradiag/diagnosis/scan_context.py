@@ -52,7 +52,7 @@ class ScanContext:
     _selections: dict[bytes, tuple[str, list[Finding], tuple[bool, ...]]] = field(
         default_factory=dict
     )
-    _spec_keys: dict[int, tuple[K8sObject, bytes | None]] = field(default_factory=dict)
+    _last_spec: tuple[K8sObject | None, bytes | None] = (None, None)
     _doubly: frozenset[tuple[str, str, str]] | None = None
     _component: list[ComponentMatch] | None = None
     next_steps: StepMemo = field(default_factory=StepMemo)
@@ -172,12 +172,14 @@ class ScanContext:
         return _all_readdressed(findings, named, first, key_of(claim))
 
     def _spec_key(self, claim: K8sObject) -> bytes | None:
-        """``_spec_key(claim)``, serialised once per claim (its simulation and its
-        selection both ask). The entry holds the claim, so its id stays its own."""
-        known = self._spec_keys.get(id(claim))
-        if known is None:
-            known = self._spec_keys[id(claim)] = (claim, _spec_key(claim))
-        return known[1]
+        """``_spec_key(claim)``, serialised once per walk: its selection and then its
+        simulation ask for the same claim (only the last one is kept: a key per claim
+        would be held for the whole scan)."""
+        last, key = self._last_spec
+        if last is not claim:
+            key = _spec_key(claim)
+            self._last_spec = (claim, key)
+        return key
 
 
 def _all_readdressed(
