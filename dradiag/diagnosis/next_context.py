@@ -174,8 +174,13 @@ def walk_context(walk: ClaimWalk, phases: Sequence[PhaseResult] = ()) -> NextCon
     gpu_uuid, pci_bus_id = (
         _allocated_gpu(walk) if "<gpu>" in steps or "<pci bus id>" in steps else ("", "")
     )
+    base = (
+        walk.shared.node_context(node, plugin, find_driver_namespace=wants_plugin)
+        if walk.shared is not None
+        else node_context(snapshot, node, plugin, find_driver_namespace=wants_plugin)
+    )
     return replace(
-        node_context(snapshot, node, plugin, find_driver_namespace=wants_plugin),
+        base,
         namespace=namespace_of(walk.claim),
         claim_name=name_of(walk.claim),
         claim_uid=walk.claim_uid,

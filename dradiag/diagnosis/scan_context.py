@@ -17,6 +17,7 @@ from typing import Any
 
 from dradiag.analyses import plugin_health as ph
 from dradiag.diagnosis.context import ComponentMatch, component_matches
+from dradiag.diagnosis.next_context import NextContext, node_context
 from dradiag.diagnosis.next_steps import StepMemo
 from dradiag.snapshot.model import K8sObject, Snapshot, key_of
 from dradiag.vocabulary import Evidence, Finding
@@ -53,6 +54,9 @@ class ScanContext:
         default_factory=dict
     )
     _last_spec: tuple[K8sObject | None, bytes | None] = (None, None)
+    _node_contexts: dict[tuple[str, int, bool], tuple[K8sObject | None, NextContext]] = field(
+        default_factory=dict
+    )
     _doubly: frozenset[tuple[str, str, str]] | None = None
     _component: list[ComponentMatch] | None = None
     next_steps: StepMemo = field(default_factory=StepMemo)
@@ -123,6 +127,22 @@ class ScanContext:
                     ]
             self._log_hits[node] = hits
         return hits
+
+    def node_context(
+        self, node: str, plugin: K8sObject | None, *, find_driver_namespace: bool
+    ) -> NextContext:
+        """``next_context.node_context`` of ``node`` and its plugin pod, once per scan: it
+        reads the snapshot's source, node states and (maybe) every plugin pod's namespace,
+        the same for every claim on the node. The entry holds the pod, so its id stays its
+        own."""
+        key = (node, id(plugin), find_driver_namespace)
+        known = self._node_contexts.get(key)
+        if known is None:
+            built = node_context(
+                self.snapshot, node, plugin, find_driver_namespace=find_driver_namespace
+            )
+            known = self._node_contexts[key] = (plugin, built)
+        return known[1]
 
     def simulation(
         self, claim: K8sObject, simulate: Callable[[], Simulated | None]
