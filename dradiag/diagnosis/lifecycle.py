@@ -116,7 +116,8 @@ def prepare_attempt(walk: ClaimWalk) -> str:
 
 def with_basis(walk: ClaimWalk, phases: Sequence[PhaseResult]) -> tuple[PhaseResult, ...]:
     """Each phase with its basis; ``unknown`` phases a later stage proves become inferred."""
-    proofs = walk.crossings()
+    # Read only when a phase is unknown: most rows have none, and the proofs cost a look
+    # at every bound pod and event of the claim.
     out = []
     for result in phases:
         if result.basis is not Basis.CHECKED or result.basis_detail:
@@ -124,8 +125,9 @@ def with_basis(walk: ClaimWalk, phases: Sequence[PhaseResult]) -> tuple[PhaseRes
             continue
         missing = walk.missing.get(result.phase, [])
         missing_text = ", ".join(k.value for k in missing)
-        proof = proofs.get(result.phase)
-        if result.status is PhaseStatus.UNKNOWN and proof is not None:
+        unknown = result.status is PhaseStatus.UNKNOWN
+        proof = walk.crossings().get(result.phase) if unknown else None
+        if unknown and proof is not None:
             kept = tuple(f for f in result.findings if f.rule != NOT_COLLECTED[result.phase])
             status = (
                 PhaseStatus.WARN
