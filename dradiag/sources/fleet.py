@@ -64,12 +64,21 @@ CHUNK_CHARS = 64 * 1024
 
 MAX_PROBE_CHARS = 16 * CHUNK_CHARS
 
+"""How far past the aim a slice's end is looked for before decoding one item at a time."""
+
 MAP_PROBE_AFTER = 4096
 MAP_PROBE_EVERY = 64
 """Once :data:`MAP_PROBE_AFTER` attribute maps were looked up and under one in eight
 was found shared, whole maps are looked up in one slice of :data:`MAP_PROBE_EVERY`
 only (the others share their values one by one, as fresh maps do)."""
-"""How far past the aim a slice's end is looked for before decoding one item at a time."""
+
+NAME_PROBE_VALUES = 1024
+"""Values of one attribute name shared before the loader judges whether that name's
+values repeat: a name whose values were at least seven in eight new (a per-device
+``uuid``, ``serial``, ``pciBusID``) is left unshared from then on (each such value is
+kept once either way; a name misjudged so costs memory, never a different value).
+Names not judged within the first :data:`NAME_PROBE_SLICES` slices stay shared."""
+NAME_PROBE_SLICES = 4096
 
 
 _MISSING = object()
@@ -370,6 +379,11 @@ class _Interner:
         "map_tries",
         "map_hits",
         "map_slices",
+        "unshared",
+        "unshared_names",
+        "name_tries",
+        "name_news",
+        "judged",
     )
 
     def __init__(self) -> None:
@@ -393,6 +407,13 @@ class _Interner:
         """Whole ``attributes`` maps looked up, found shared, and slices seen: when maps
         are seldom shared (every device its own uuid), looking costs a text per map for
         nothing, so it is only tried on one slice in :data:`MAP_PROBE_EVERY`."""
+        self.unshared: list[Any] = []
+        """Values of :attr:`unshared_names` left as decoded (each is kept once anyway)."""
+        self.unshared_names: frozenset[str] = frozenset()
+        self.name_tries: dict[str, int] = {}
+        self.name_news: dict[str, int] = {}
+        """Per attribute name: values shared while judging it, and how many were new."""
+        self.judged: set[str] = set()
         self.exact = False
         """Set once the decoder met NaN or an infinity: attribute values are then shared
         one at a time (their JSON text would not tell NaN from null)."""
@@ -468,7 +489,7 @@ class _Interner:
 
     def index(self) -> FleetIndex:
         return FleetIndex(
-            attribute_values=[*self.values.values(), *self.loose_values],
+            attribute_values=[*self.values.values(), *self.loose_values, *self.unshared],
             # Once NaN was met values are keyed by (member, scalar, type), not by text.
             checked_values=None if self.exact else [*self.unplain, *self.loose_values],
             capacity_maps=self.capacity_maps + self.loose_maps,
@@ -576,20 +597,75 @@ class _Interner:
         )
 
     def _share_leaves(self, fresh: list[dict[str, Any]]) -> bool:
-        """Share the values of the maps ``fresh`` one by one (by their JSON text)."""
+        """Share the values of the maps ``fresh`` one by one (by their JSON text).
+
+        Values of a name judged per-device (:data:`NAME_PROBE_VALUES`) are left as they
+        are: sharing a value no other device holds saves nothing, and looking it up cost
+        most of the sharing (a text, a table entry and its exact-size copy each).
+        """
         if not fresh:
             return True
         dumps = self.dumps
         assert dumps is not None
         keys = list(itertools.chain.from_iterable(fresh))
         leaves = list(itertools.chain.from_iterable(map(dict.values, fresh)))
-        texts = list(map(dumps, leaves))
         self.names.update(keys)
+        owners: Any = itertools.chain.from_iterable(map(repeat, fresh, map(len, fresh)))
+        skip = self.unshared_names
+        if skip:
+            left = list(map(skip.__contains__, keys))
+            if True in left:
+                self._keep_unshared(list(itertools.compress(leaves, left)))
+                kept = list(map(operator.not_, left))
+                owners = itertools.compress(owners, kept)
+                keys = list(itertools.compress(keys, kept))
+                leaves = list(itertools.compress(leaves, kept))
+        texts = list(map(dumps, leaves))
         shared = list(map(self.values.setdefault, texts, leaves))
         _compact(self.values, texts, leaves, shared, self.unplain)
-        owners = itertools.chain.from_iterable(map(repeat, fresh, map(len, fresh)))
+        del texts
         deque(map(dict.__setitem__, owners, keys, shared), maxlen=0)
+        if len(self.judged) < len(self.names) and self.map_slices <= NAME_PROBE_SLICES:
+            self._judge_names(keys, list(map(operator.is_, shared, leaves)))
         return True
+
+    def _judge_names(self, keys: list[str], new: list[bool]) -> None:
+        """Count, per name not judged yet, values shared and new; judge those counted enough."""
+        from collections import Counter
+
+        tries, news, judged = self.name_tries, self.name_news, self.judged
+        seen = Counter(keys)
+        fresh = Counter(itertools.compress(keys, new))
+        unshared = []
+        for key, count in seen.items():
+            if key in judged:
+                continue
+            tries[key] = tries.get(key, 0) + count
+            news[key] = news.get(key, 0) + fresh[key]
+            if tries[key] >= NAME_PROBE_VALUES:
+                judged.add(key)
+                if news[key] * 8 >= tries[key] * 7:
+                    unshared.append(key)
+        if unshared:
+            self.unshared_names = self.unshared_names.union(unshared)
+
+    def _keep_unshared(self, leaves: list[Any]) -> None:
+        """Note values left unshared: all are values of the index, the odd ones checked."""
+        self.unshared.extend(leaves)
+        if set(map(type, leaves)) == {dict} and set(map(len, leaves)) == {1}:
+            strings = map(dict.get, leaves, repeat("string"))
+            odd = map(operator.is_not, map(type, strings), repeat(str))
+            self.unplain.extend(itertools.compress(leaves, odd))
+        else:
+            self.unplain.extend(
+                leaf
+                for leaf in leaves
+                if not (
+                    leaf.__class__ is dict
+                    and len(leaf) == 1
+                    and leaf.get("string").__class__ is str
+                )
+            )
 
     def _share_whole(self, devices: list[Any], holder: str, values: list[Any], kind: type) -> bool:
         """:meth:`device`'s sharing of whole maps (lists) for a slice; False: not done."""
