@@ -341,6 +341,16 @@ def _compact(
             unplain.append(value)
 
 
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]] | None:
+    """``map[name] for name in names`` as a tuple, in C; None for no names."""
+    if not names:
+        return None
+    if len(names) == 1:
+        one = operator.itemgetter(names[0])
+        return lambda entries: (one(entries),)
+    return operator.itemgetter(*names)
+
+
 def _scalar(value: Any) -> Any:
     # selection.devices._attribute's member order.
     if isinstance(value, Mapping):
@@ -384,6 +394,7 @@ class _Interner:
         "name_tries",
         "name_news",
         "judged",
+        "layouts",
     )
 
     def __init__(self) -> None:
@@ -414,6 +425,12 @@ class _Interner:
         self.name_news: dict[str, int] = {}
         """Per attribute name: values shared while judging it, and how many were new."""
         self.judged: set[str] = set()
+        self.layouts: dict[
+            tuple[str, ...],
+            tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]] | None, Any],
+        ] = {}
+        """Per attribute-name layout: the names shared, and getters of their values and
+        of the unshared ones' (:meth:`_share_layout`)."""
         self.exact = False
         """Set once the decoder met NaN or an infinity: attribute values are then shared
         one at a time (their JSON text would not tell NaN from null)."""
@@ -605,6 +622,9 @@ class _Interner:
         """
         if not fresh:
             return True
+        layout = fresh[0].keys()
+        if len(fresh) == 1 or all(map(operator.eq, map(dict.keys, fresh), repeat(layout))):
+            return self._share_layout(fresh, tuple(layout))
         dumps = self.dumps
         assert dumps is not None
         keys = list(itertools.chain.from_iterable(fresh))
@@ -629,6 +649,34 @@ class _Interner:
             self._judge_names(keys, list(map(operator.is_, shared, leaves)))
         return True
 
+    def _share_layout(self, fresh: list[dict[str, Any]], layout: tuple[str, ...]) -> bool:
+        """:meth:`_share_leaves` for maps that all have the names ``layout``: the values
+        are read and written back a map at a time (``itemgetter``, ``dict.update``), not
+        a name at a time, and the unshared names are left out without a pass over all."""
+        plan = self.layouts.get(layout)
+        if plan is None:
+            kept = tuple(name for name in layout if name not in self.unshared_names)
+            left = tuple(name for name in layout if name in self.unshared_names)
+            plan = self.layouts[layout] = (kept, _getter(kept), _getter(left))
+            self.names.update(layout)
+        kept, take, take_left = plan
+        if take_left is not None:
+            self._keep_unshared(list(itertools.chain.from_iterable(map(take_left, fresh))))
+        if take is None:
+            return True
+        dumps = self.dumps
+        assert dumps is not None
+        leaves = list(itertools.chain.from_iterable(map(take, fresh)))
+        texts = list(map(dumps, leaves))
+        shared = list(map(self.values.setdefault, texts, leaves))
+        _compact(self.values, texts, leaves, shared, self.unplain)
+        del texts
+        rows = zip(*[iter(shared)] * len(kept), strict=True)
+        deque(map(dict.update, fresh, map(zip, repeat(kept), rows)), maxlen=0)
+        if len(self.judged) < len(self.names) and self.map_slices <= NAME_PROBE_SLICES:
+            self._judge_names(list(kept) * len(fresh), list(map(operator.is_, shared, leaves)))
+        return True
+
     def _judge_names(self, keys: list[str], new: list[bool]) -> None:
         """Count, per name not judged yet, values shared and new; judge those counted enough."""
         from collections import Counter
@@ -648,6 +696,7 @@ class _Interner:
                     unshared.append(key)
         if unshared:
             self.unshared_names = self.unshared_names.union(unshared)
+            self.layouts.clear()
 
     def _keep_unshared(self, leaves: list[Any]) -> None:
         """Note values left unshared: all are values of the index, the odd ones checked."""

@@ -425,3 +425,25 @@ def test_per_device_names_are_left_unshared_but_noted(
     checked = {id(v) for v in index.checked_values}
     assert {id(d["attributes"]["serial"]) for d in devices[90:93]} <= checked
     assert not {id(d["attributes"]["uuid"]) for d in devices} & checked
+
+
+@pytest.mark.parametrize("names", [("a",), ("a", "b", "c")])
+def test_maps_of_one_layout_share_values_and_keep_their_order(names: tuple[str, ...]) -> None:
+    """Maps with the same names (in any order) are shared a map at a time: each keeps
+    its own key order and every value is the shared one."""
+    import json
+
+    from dradiag.sources import fleet
+
+    interner = fleet._Interner()
+    interner.map_tries = fleet.MAP_PROBE_AFTER  # whole maps seldom shared: values one by one
+    maps = [{n: {"string": f"{n}{i % 2}"} for n in names} for i in range(4)]
+    maps.append({n: {"string": f"{n}1"} for n in reversed(names)})
+    devices = [{"name": f"d{i}", "attributes": m} for i, m in enumerate(maps)]
+    want = json.loads(json.dumps(devices))
+    assert interner.note_slice(devices, "gpu.nvidia.com") is not None
+    assert devices == want
+    assert [list(d["attributes"]) for d in devices] == [list(d["attributes"]) for d in want]
+    for name in names:
+        assert maps[1][name] is maps[3][name] is maps[4][name]
+        assert maps[0][name] is maps[2][name] is not maps[1][name]
