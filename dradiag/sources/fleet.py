@@ -797,6 +797,10 @@ def stream_slice_snapshot(path: str) -> Snapshot:
                     if noted is not None:
                         slices[id(devices)] = noted
             objects[kind].append(obj)
+        # Made while the GC is paused, so frozen with the devices: later collections
+        # would otherwise walk these lists of every distinct value again and again.
+        index = interner.index()
+        index.slices = slices
     del text
     if not any(objects.values()):
         raise InputError("no Kubernetes objects dradiag can read", path=path)
@@ -810,7 +814,5 @@ def stream_slice_snapshot(path: str) -> Snapshot:
     snapshot = Snapshot(
         objects=objects, coverage=coverage, source=SourceInfo(kind="files", location=path)
     )
-    index = interner.index()
-    index.slices = slices
     _LAST_INDEX[:] = [(snapshot, index)]
     return snapshot
