@@ -24,9 +24,11 @@ needs no pass of its own over 160k devices, and whether every value converts for
 asked only of the distinct values that are not plain strings.
 
 Sharing is by JSON text: whole ``attributes`` maps first (while they are found; a fleet
-of per-device uuids has none to find), then the values of the maps not seen before. A
-text kept as a key is an exact-size copy (:func:`_compact`): orjson's own would pin a
-KiB of the C heap each.
+of per-device uuids has none to find), then the values of the maps not seen before, a
+map at a time where a slice's maps have the same names. The values of a name found new
+on nearly every device (:data:`NAME_PROBE_VALUES`) are left unshared: sharing them
+would save nothing. A text kept as a key is an exact-size copy (:func:`_compact`):
+orjson's own would pin a KiB of the C heap each.
 """
 
 from __future__ import annotations
