@@ -15,9 +15,11 @@ from typing import Annotated, Any
 
 import typer
 
-from dradiag.cli import invocation
+from dradiag.cli import coercion, invocation
 from dradiag.cli.exit_codes import ExitCode
 from dradiag.errors import ClusterUnreachable, DradiagError, TargetUnreadable
+
+coercion.install()  # no pydantic for plain values (cli.coercion)
 
 app = typer.Typer(
     name="dradiag",

@@ -859,9 +859,15 @@ class Snapshot:
         """The Node ``name``, or None."""
         return self._index("cluster", name).nodes_by_name.get(name)
 
-    def node_names(self) -> list[str]:
-        """Every node named by a Node object, a node-local slice or a bound pod, sorted."""
-        names = set(self._need("cluster").nodes_by_name) | set(self._need("slices").slices_by_node)
+    def node_names(self, *, slice_nodes: Iterable[str] | None = None) -> list[str]:
+        """Every node named by a Node object, a node-local slice or a bound pod, sorted.
+
+        ``slice_nodes``: the ``spec.nodeName`` of every slice, when the caller has read
+        them already (a fleet's slice indexes then need not be built for this alone).
+        """
+        if slice_nodes is None:
+            slice_nodes = self._need("slices").slices_by_node
+        names = set(self._need("cluster").nodes_by_name) | set(slice_nodes)
         names |= {str(node) for node in self._bound_nodes() if node}
         return sorted(n for n in names if n)
 

@@ -24,9 +24,11 @@ needs no pass of its own over 160k devices, and whether every value converts for
 asked only of the distinct values that are not plain strings.
 
 Sharing is by JSON text: whole ``attributes`` maps first (while they are found; a fleet
-of per-device uuids has none to find), then the values of the maps not seen before. A
-text kept as a key is an exact-size copy (:func:`_compact`): orjson's own would pin a
-KiB of the C heap each.
+of per-device uuids has none to find), then the values of the maps not seen before, a
+map at a time where a slice's maps have the same names. The values of a name found new
+on nearly every device (:data:`NAME_PROBE_VALUES`) are left unshared: sharing them
+would save nothing. A text kept as a key is an exact-size copy (:func:`_compact`):
+orjson's own would pin a KiB of the C heap each.
 """
 
 from __future__ import annotations
@@ -64,12 +66,21 @@ CHUNK_CHARS = 64 * 1024
 
 MAX_PROBE_CHARS = 16 * CHUNK_CHARS
 
+"""How far past the aim a slice's end is looked for before decoding one item at a time."""
+
 MAP_PROBE_AFTER = 4096
 MAP_PROBE_EVERY = 64
 """Once :data:`MAP_PROBE_AFTER` attribute maps were looked up and under one in eight
 was found shared, whole maps are looked up in one slice of :data:`MAP_PROBE_EVERY`
 only (the others share their values one by one, as fresh maps do)."""
-"""How far past the aim a slice's end is looked for before decoding one item at a time."""
+
+NAME_PROBE_VALUES = 1024
+"""Values of one attribute name shared before the loader judges whether that name's
+values repeat: a name whose values were at least seven in eight new (a per-device
+``uuid``, ``serial``, ``pciBusID``) is left unshared from then on (each such value is
+kept once either way; a name misjudged so costs memory, never a different value).
+Names not judged within the first :data:`NAME_PROBE_SLICES` slices stay shared."""
+NAME_PROBE_SLICES = 4096
 
 
 _MISSING = object()
@@ -332,6 +343,16 @@ def _compact(
             unplain.append(value)
 
 
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]] | None:
+    """``map[name] for name in names`` as a tuple, in C; None for no names."""
+    if not names:
+        return None
+    if len(names) == 1:
+        one = operator.itemgetter(names[0])
+        return lambda entries: (one(entries),)
+    return operator.itemgetter(*names)
+
+
 def _scalar(value: Any) -> Any:
     # selection.devices._attribute's member order.
     if isinstance(value, Mapping):
@@ -370,6 +391,12 @@ class _Interner:
         "map_tries",
         "map_hits",
         "map_slices",
+        "unshared",
+        "unshared_names",
+        "name_tries",
+        "name_news",
+        "judged",
+        "layouts",
     )
 
     def __init__(self) -> None:
@@ -393,6 +420,19 @@ class _Interner:
         """Whole ``attributes`` maps looked up, found shared, and slices seen: when maps
         are seldom shared (every device its own uuid), looking costs a text per map for
         nothing, so it is only tried on one slice in :data:`MAP_PROBE_EVERY`."""
+        self.unshared: list[Any] = []
+        """Values of :attr:`unshared_names` left as decoded (each is kept once anyway)."""
+        self.unshared_names: frozenset[str] = frozenset()
+        self.name_tries: dict[str, int] = {}
+        self.name_news: dict[str, int] = {}
+        """Per attribute name: values shared while judging it, and how many were new."""
+        self.judged: set[str] = set()
+        self.layouts: dict[
+            tuple[str, ...],
+            tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]] | None, Any],
+        ] = {}
+        """Per attribute-name layout: the names shared, and getters of their values and
+        of the unshared ones' (:meth:`_share_layout`)."""
         self.exact = False
         """Set once the decoder met NaN or an infinity: attribute values are then shared
         one at a time (their JSON text would not tell NaN from null)."""
@@ -468,7 +508,7 @@ class _Interner:
 
     def index(self) -> FleetIndex:
         return FleetIndex(
-            attribute_values=[*self.values.values(), *self.loose_values],
+            attribute_values=[*self.values.values(), *self.loose_values, *self.unshared],
             # Once NaN was met values are keyed by (member, scalar, type), not by text.
             checked_values=None if self.exact else [*self.unplain, *self.loose_values],
             capacity_maps=self.capacity_maps + self.loose_maps,
@@ -576,20 +616,107 @@ class _Interner:
         )
 
     def _share_leaves(self, fresh: list[dict[str, Any]]) -> bool:
-        """Share the values of the maps ``fresh`` one by one (by their JSON text)."""
+        """Share the values of the maps ``fresh`` one by one (by their JSON text).
+
+        Values of a name judged per-device (:data:`NAME_PROBE_VALUES`) are left as they
+        are: sharing a value no other device holds saves nothing, and looking it up cost
+        most of the sharing (a text, a table entry and its exact-size copy each).
+        """
         if not fresh:
             return True
+        layout = fresh[0].keys()
+        if len(fresh) == 1 or all(map(operator.eq, map(dict.keys, fresh), repeat(layout))):
+            return self._share_layout(fresh, tuple(layout))
         dumps = self.dumps
         assert dumps is not None
         keys = list(itertools.chain.from_iterable(fresh))
         leaves = list(itertools.chain.from_iterable(map(dict.values, fresh)))
-        texts = list(map(dumps, leaves))
         self.names.update(keys)
+        owners: Any = itertools.chain.from_iterable(map(repeat, fresh, map(len, fresh)))
+        skip = self.unshared_names
+        if skip:
+            left = list(map(skip.__contains__, keys))
+            if True in left:
+                self._keep_unshared(list(itertools.compress(leaves, left)))
+                kept = list(map(operator.not_, left))
+                owners = itertools.compress(owners, kept)
+                keys = list(itertools.compress(keys, kept))
+                leaves = list(itertools.compress(leaves, kept))
+        texts = list(map(dumps, leaves))
         shared = list(map(self.values.setdefault, texts, leaves))
         _compact(self.values, texts, leaves, shared, self.unplain)
-        owners = itertools.chain.from_iterable(map(repeat, fresh, map(len, fresh)))
+        del texts
         deque(map(dict.__setitem__, owners, keys, shared), maxlen=0)
+        if len(self.judged) < len(self.names) and self.map_slices <= NAME_PROBE_SLICES:
+            self._judge_names(keys, list(map(operator.is_, shared, leaves)))
         return True
+
+    def _share_layout(self, fresh: list[dict[str, Any]], layout: tuple[str, ...]) -> bool:
+        """:meth:`_share_leaves` for maps that all have the names ``layout``: the values
+        are read and written back a map at a time (``itemgetter``, ``dict.update``), not
+        a name at a time, and the unshared names are left out without a pass over all."""
+        plan = self.layouts.get(layout)
+        if plan is None:
+            kept = tuple(name for name in layout if name not in self.unshared_names)
+            left = tuple(name for name in layout if name in self.unshared_names)
+            plan = self.layouts[layout] = (kept, _getter(kept), _getter(left))
+            self.names.update(layout)
+        kept, take, take_left = plan
+        if take_left is not None:
+            self._keep_unshared(list(itertools.chain.from_iterable(map(take_left, fresh))))
+        if take is None:
+            return True
+        dumps = self.dumps
+        assert dumps is not None
+        leaves = list(itertools.chain.from_iterable(map(take, fresh)))
+        texts = list(map(dumps, leaves))
+        shared = list(map(self.values.setdefault, texts, leaves))
+        _compact(self.values, texts, leaves, shared, self.unplain)
+        del texts
+        rows = zip(*[iter(shared)] * len(kept), strict=True)
+        deque(map(dict.update, fresh, map(zip, repeat(kept), rows)), maxlen=0)
+        if len(self.judged) < len(self.names) and self.map_slices <= NAME_PROBE_SLICES:
+            self._judge_names(list(kept) * len(fresh), list(map(operator.is_, shared, leaves)))
+        return True
+
+    def _judge_names(self, keys: list[str], new: list[bool]) -> None:
+        """Count, per name not judged yet, values shared and new; judge those counted enough."""
+        from collections import Counter
+
+        tries, news, judged = self.name_tries, self.name_news, self.judged
+        seen = Counter(keys)
+        fresh = Counter(itertools.compress(keys, new))
+        unshared = []
+        for key, count in seen.items():
+            if key in judged:
+                continue
+            tries[key] = tries.get(key, 0) + count
+            news[key] = news.get(key, 0) + fresh[key]
+            if tries[key] >= NAME_PROBE_VALUES:
+                judged.add(key)
+                if news[key] * 8 >= tries[key] * 7:
+                    unshared.append(key)
+        if unshared:
+            self.unshared_names = self.unshared_names.union(unshared)
+            self.layouts.clear()
+
+    def _keep_unshared(self, leaves: list[Any]) -> None:
+        """Note values left unshared: all are values of the index, the odd ones checked."""
+        self.unshared.extend(leaves)
+        if set(map(type, leaves)) == {dict} and set(map(len, leaves)) == {1}:
+            strings = map(dict.get, leaves, repeat("string"))
+            odd = map(operator.is_not, map(type, strings), repeat(str))
+            self.unplain.extend(itertools.compress(leaves, odd))
+        else:
+            self.unplain.extend(
+                leaf
+                for leaf in leaves
+                if not (
+                    leaf.__class__ is dict
+                    and len(leaf) == 1
+                    and leaf.get("string").__class__ is str
+                )
+            )
 
     def _share_whole(self, devices: list[Any], holder: str, values: list[Any], kind: type) -> bool:
         """:meth:`device`'s sharing of whole maps (lists) for a slice; False: not done."""
@@ -672,6 +799,10 @@ def stream_slice_snapshot(path: str) -> Snapshot:
                     if noted is not None:
                         slices[id(devices)] = noted
             objects[kind].append(obj)
+        # Made while the GC is paused, so frozen with the devices: later collections
+        # would otherwise walk these lists of every distinct value again and again.
+        index = interner.index()
+        index.slices = slices
     del text
     if not any(objects.values()):
         raise InputError("no Kubernetes objects dradiag can read", path=path)
@@ -685,7 +816,5 @@ def stream_slice_snapshot(path: str) -> Snapshot:
     snapshot = Snapshot(
         objects=objects, coverage=coverage, source=SourceInfo(kind="files", location=path)
     )
-    index = interner.index()
-    index.slices = slices
     _LAST_INDEX[:] = [(snapshot, index)]
     return snapshot

@@ -386,3 +386,64 @@ def test_equal_attribute_maps_are_shared_and_hash_collisions_kept_apart() -> Non
     assert twin["attributes"] is devices[1]["attributes"]
     assert impostor["attributes"] is not devices[2]["attributes"]
     assert noted.attributes[3] is devices[1]["attributes"]
+
+
+def test_per_device_names_are_left_unshared_but_noted(
+    tmp_path: Path, small_chunks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name whose values are new on nearly every device stops being looked up: its
+    values stay as decoded, every one still in the index, the odd ones still checked."""
+    import json
+
+    from dradiag.sources import fleet
+
+    monkeypatch.setattr(fleet, "NAME_PROBE_VALUES", 12)
+    items = []
+    for n in range(40):
+        item = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", **_slice_item(n)}
+        for g, device in enumerate(item["spec"]["devices"]):  # type: ignore[index]
+            # A per-device value that is not a plain string: it must still be checked.
+            device["attributes"]["serial"] = (
+                {"int": n * 3 + g} if n == 30 else {"string": f"s{n}{g}"}
+            )
+        items.append(item)
+    items[-1]["spec"]["devices"][0]["attributes"]["uuid"] = {"string": "GPU-0-0"}  # type: ignore[index]
+    target = tmp_path / "fleet.json"
+    target.write_text(json.dumps({"kind": "List", "items": items}))
+    snapshot = fleet.stream_slice_snapshot(str(target))
+    assert snapshot.slices == load_snapshot(str(target)).slices
+    index = fleet.fleet_index(snapshot)
+    assert index is not None and index.checked_values is not None
+    devices = [d for sl in snapshot.slices for d in sl["spec"]["devices"]]
+    known = {id(v) for v in index.attribute_values}
+    assert all({id(v) for v in d["attributes"].values()} <= known for d in devices)
+    # uuid was judged per-device: a late device keeps its own (equal) object; type is shared.
+    first, last = devices[0]["attributes"], devices[-3]["attributes"]
+    assert last["uuid"] == first["uuid"] and last["uuid"] is not first["uuid"]
+    late = [d["attributes"] for d in devices[-6:]]
+    assert len({id(a["type"]) for a in late if a["type"] == {"string": "gpu"}}) == 1
+    checked = {id(v) for v in index.checked_values}
+    assert {id(d["attributes"]["serial"]) for d in devices[90:93]} <= checked
+    assert not {id(d["attributes"]["uuid"]) for d in devices} & checked
+
+
+@pytest.mark.parametrize("names", [("a",), ("a", "b", "c")])
+def test_maps_of_one_layout_share_values_and_keep_their_order(names: tuple[str, ...]) -> None:
+    """Maps with the same names (in any order) are shared a map at a time: each keeps
+    its own key order and every value is the shared one."""
+    import json
+
+    from dradiag.sources import fleet
+
+    interner = fleet._Interner()
+    interner.map_tries = fleet.MAP_PROBE_AFTER  # whole maps seldom shared: values one by one
+    maps = [{n: {"string": f"{n}{i % 2}"} for n in names} for i in range(4)]
+    maps.append({n: {"string": f"{n}1"} for n in reversed(names)})
+    devices = [{"name": f"d{i}", "attributes": m} for i, m in enumerate(maps)]
+    want = json.loads(json.dumps(devices))
+    assert interner.note_slice(devices, "gpu.nvidia.com") is not None
+    assert devices == want
+    assert [list(d["attributes"]) for d in devices] == [list(d["attributes"]) for d in want]
+    for name in names:
+        assert maps[1][name] is maps[3][name] is maps[4][name]
+        assert maps[0][name] is maps[2][name] is not maps[1][name]

@@ -91,6 +91,12 @@ _CMP_HELPERS = {"_<_": "_lt", "_<=_": "_le", "_>_": "_gt", "_>=_": "_ge"}
 _SIZE_COST_FUNCS = {"lowerAscii", "upperAscii", "trim", "substring", "quantity", "url"}
 _SIZE2_COST_FUNCS = {"replace", "split"}
 _ASCII_CASE = {"lowerAscii": "lower", "upperAscii": "upper"}
+_STRING_TESTS = {
+    "startsWith": "{s}.startswith({arg})",
+    "endsWith": "{s}.endswith({arg})",
+    "contains": "{arg} in {s}",
+}
+"""stdlib.starts_with/ends_with/str_contains on a string and a string literal, inlined."""
 _TRAVERSAL_COST_FUNCS = {"isSorted", "sum", "max", "min", "indexOf", "lastIndexOf"}
 _DEVICE_FIELDS = {
     "driver": "driver",
@@ -566,6 +572,18 @@ class _Gen:
             # stdlib.lower_ascii/upper_ascii inlined: str.lower() is exact on ASCII text.
             s = self.name_of(args[0])
             return f"({s}.{_ASCII_CASE[fn]}() if {s}.__class__ is str and {s}.isascii() else {self.const(impl, 'fn')}({s}))"
+        if (
+            receiver
+            and fn in _STRING_TESTS
+            and len(args) == 2
+            and isinstance(node.args[0], Literal)
+            and node.args[0].value.__class__ is str
+        ):
+            # A call per device was most of a per-device `uuid.startsWith('GPU-…')`. The
+            # literal emits no statement, so spilling the receiver keeps the order.
+            s = self.name_of(args[0])
+            test = _STRING_TESTS[fn].format(s=s, arg=args[1])
+            return f"({test} if {s}.__class__ is str else {self.const(impl, 'fn')}({s}, {args[1]}))"
         return f"{self.const(impl, 'fn')}({', '.join(args)})"
 
     def add_dynamic_cost(self, fn: str, args: list[str]) -> None:

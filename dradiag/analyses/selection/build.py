@@ -29,24 +29,28 @@ if TYPE_CHECKING:
 BUILTIN_CLASSES_RESOURCE = "nvidia_device_classes.yaml"
 
 
-def _latest_generation_slices(snapshot: Snapshot) -> list[K8sObject]:
-    """Slices of each pool's highest generation (older ones are obsolete, §7.10)."""
+def _latest_generation_slices(snapshot: Snapshot) -> tuple[list[K8sObject], set[str]]:
+    """Slices of each pool's highest generation (older ones are obsolete, §7.10), and the
+    ``spec.nodeName`` of every slice (for ``Snapshot.node_names``), in one pass."""
+    slices = snapshot.slices
+    keys: list[tuple[str, str]] = []
+    generations: list[int] = []
+    slice_nodes: set[str] = set()
     newest: dict[tuple[str, str], int] = {}
-    for sl in snapshot.slices:
+    for sl in slices:
         spec = sl.get("spec") or {}
         pool = spec.get("pool") or {}
         key = (str(spec.get("driver") or ""), str(pool.get("name") or ""))
         generation = int(pool.get("generation") or 0)
         if generation > newest.get(key, -1):
             newest[key] = generation
-    out = []
-    for sl in snapshot.slices:
-        spec = sl.get("spec") or {}
-        pool = spec.get("pool") or {}
-        key = (str(spec.get("driver") or ""), str(pool.get("name") or ""))
-        if int(pool.get("generation") or 0) == newest[key]:
-            out.append(sl)
-    return out
+        keys.append(key)
+        generations.append(generation)
+        node = spec.get("nodeName")
+        if node:
+            slice_nodes.add(str(node))
+    latest = map(operator.eq, generations, map(newest.__getitem__, keys))
+    return list(itertools.compress(slices, latest)), slice_nodes
 
 
 def builtin_device_classes() -> tuple[K8sObject, ...]:
@@ -101,14 +105,15 @@ def build_inventory(
                 seen.append(leaf)
         return value
 
-    node_names: set[str] = set(snapshot.node_names())
+    latest, slice_nodes = _latest_generation_slices(snapshot)
+    node_names: set[str] = set(snapshot.node_names(slice_nodes=slice_nodes))
     index = _fleet_index(snapshot)
     noted_all = index is not None
     in_order = True
     last: tuple[str, str, str, str] | None = None
     noted_attributes: list[dict[str, Any]] = []
     noted_capacities: list[dict[str, Any]] = []
-    for sl in _latest_generation_slices(snapshot):
+    for sl in latest:
         spec = sl.get("spec") or {}
         driver = str(spec.get("driver") or "")
         pool = str((spec.get("pool") or {}).get("name") or "")

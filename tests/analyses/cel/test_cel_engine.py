@@ -439,6 +439,32 @@ def test_inlined_specialisations_match_the_library() -> None:
     assert sel("device.attributes['d'].v.lowerAscii() == ''", dev) == "error: no such overload"
 
 
+def test_inlined_string_tests_match_the_library() -> None:
+    """startsWith/endsWith/contains with a literal argument are inlined (no call per
+    device): the same answers, on a string and on a value that is not one."""
+    dev = cel_device("d", {"attributes": {"s": {"string": "GPU-0a"}, "n": {"int": 7}}})
+    for fn, arg, want in [
+        ("startsWith", "GPU-", True),
+        ("startsWith", "0a", False),
+        ("endsWith", "0a", True),
+        ("endsWith", "GPU", False),
+        ("contains", "U-0", True),
+        ("contains", "x", False),
+        ("startsWith", "", True),
+    ]:
+        expr = f"device.attributes['d'].s.{fn}('{arg}')"
+        compiled = compile_selector(expr)
+        inlined = {"startsWith": ".startswith(", "endsWith": ".endswith(", "contains": "' in _t"}
+        assert inlined[fn] in compiled.source
+        assert sel(expr, dev) is want, expr
+        # Rows (a column of values) and a sweep give the same.
+        found = compiled.rows()
+        assert found is not None
+        assert found[0]([("GPU-0a",)]) == [want]
+        assert compiled.sweep([dev]) == [want]
+        assert sel(f"device.attributes['d'].n.{fn}('{arg}')", dev) == "error: no such overload"
+
+
 def test_memo_classes_are_shared_by_key_set(monkeypatch: pytest.MonkeyPatch) -> None:
     from dradiag.analyses.cel import compiler
 
