@@ -102,6 +102,24 @@ def optional_matcher(name: str) -> Callable[..., Any] | None:
     return fn if callable(fn) else None
 
 
+def class_drivers(snapshot: Snapshot, cls_name: str) -> list[str]:
+    """The drivers DeviceClass ``cls_name``'s selectors name (``device.driver == …``).
+
+    A scan asks once per class (``ScanContext.class_drivers``), not once per claim."""
+    cls = snapshot.device_class(cls_name)
+    if cls is None:
+        # The class is not in the input (or not in the cluster): the NVIDIA driver's own
+        # classes are known, and their name says their driver.
+        from dradiag.analyses.selection.build import builtin_device_classes
+
+        cls = next((c for c in builtin_device_classes() if name_of(c) == cls_name), None)
+    found: list[str] = []
+    for sel in ((cls or {}).get("spec") or {}).get("selectors") or ():
+        expr = str(((sel or {}).get("cel") or {}).get("expression") or "")
+        found += _DRIVER_IN_CEL.findall(expr)
+    return found
+
+
 def pod_key(pod: K8sObject) -> str:
     return f"{namespace_of(pod)}/{name_of(pod)}"
 
@@ -348,18 +366,15 @@ class ClaimWalk:
         found = [d for _r, d, _p, _dev in claim_devices(self.claim) if d]
         if not found:
             for cls_name in class_names(self.claim):
-                cls = self.snapshot.device_class(cls_name)
-                if cls is None:
-                    # The class is not in the input (or not in the cluster): the NVIDIA
-                    # driver's own classes are known, and their name says their driver.
-                    from dradiag.analyses.selection.build import builtin_device_classes
-
-                    cls = next(
-                        (c for c in builtin_device_classes() if name_of(c) == cls_name), None
+                if self.shared is None:
+                    found += class_drivers(self.snapshot, cls_name)
+                    continue
+                known = self.shared.class_drivers.get(cls_name)
+                if known is None:
+                    known = self.shared.class_drivers[cls_name] = class_drivers(
+                        self.snapshot, cls_name
                     )
-                for sel in ((cls or {}).get("spec") or {}).get("selectors") or ():
-                    expr = str(((sel or {}).get("cel") or {}).get("expression") or "")
-                    found += _DRIVER_IN_CEL.findall(expr)
+                found += known
         if found:
             return list(dict.fromkeys(found))
         # No class names its driver (or the class was not collected): the drivers that

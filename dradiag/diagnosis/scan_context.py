@@ -53,6 +53,8 @@ class ScanContext:
     _selections: dict[bytes, tuple[str, list[Finding], tuple[bool, ...]]] = field(
         default_factory=dict
     )
+    class_drivers: dict[str, list[str]] = field(default_factory=dict)
+    """The drivers each DeviceClass names (``context.class_drivers``), once per scan."""
     _last_spec: tuple[K8sObject | None, bytes | None] = (None, None)
     _node_contexts: dict[tuple[str, int, bool], tuple[K8sObject | None, NextContext]] = field(
         default_factory=dict
