@@ -312,7 +312,12 @@ def render_scan(
                 )
             )
         else:
-            console.print(Text("nothing unhealthy found", style="green"))
+            summary = doc.get("summary") or {}
+            narrowed = int(summary.get("filteredOut") or 0) or int(summary.get("silenced") or 0)
+            # Rows were left out by the user's own narrowing or silences: say "in the
+            # selection", so an empty table never reads as a healthy cluster.
+            found = "nothing unhealthy in the selection" if narrowed else "nothing unhealthy found"
+            console.print(Text(found, style="green"))
         return _finish(buffer)
     rows = []
     for item in items:

@@ -196,3 +196,11 @@ def test_scan_sarif_lists_only_the_asked_rules(cluster: Path, capsys) -> None:
     log = json.loads(capsys.readouterr().out)
     ids = {r["ruleId"] for r in log["runs"][0]["results"]}
     assert ids and all(i.startswith("DRA-PUB-") for i in ids)
+
+
+def test_an_empty_selection_does_not_read_as_healthy(cluster: Path, capsys) -> None:
+    capsys.readouterr()
+    run(["scan", "--from", str(cluster), "--rule", "NO-SUCH-RULE"])
+    out = capsys.readouterr().out
+    assert "nothing unhealthy in the selection" in out and "outside the selection" in out
+    assert "nothing unhealthy found" not in out
