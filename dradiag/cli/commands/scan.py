@@ -312,8 +312,7 @@ def _report_sarif(
     import json
     import sys
 
-    from dradiag.cli.diagnosis_run import exit_code_for
-    from dradiag.cli.exit_codes import ExitCode
+    from dradiag.cli.diagnosis_run import final_code
     from dradiag.render.sarif import diagnoses_sarif
     from dradiag.vocabulary import Severity
 
@@ -323,10 +322,7 @@ def _report_sarif(
     sys.stdout.write(json.dumps(diagnoses_sarif(doc, keep=keep), indent=2, ensure_ascii=False))
     sys.stdout.write("\n")
     sys.stdout.flush()
-    code = exit_code_for(rows, exit_zero)
-    if code == ExitCode.OK and unread and not exit_zero:
-        return ExitCode.INCONCLUSIVE
-    return code
+    return final_code(rows, exit_zero=exit_zero, inconclusive=unread)
 
 
 def register(app: typer.Typer) -> None:
