@@ -7,6 +7,7 @@ carries the values into the command body.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
@@ -67,6 +68,20 @@ RequestTimeout = Annotated[
 ]
 
 
+def one_of(names: Sequence[str]) -> Callable[[object], str]:
+    """A ``parser=`` for an option that takes one of ``names`` (any case, spaces
+    trimmed); another value gets click's "Invalid value for '--opt': 'x' is not one
+    of ..." (exit 2)."""
+
+    def parse(value: object) -> str:
+        text = str(value).strip().lower()
+        if text not in names:
+            raise ValueError(f"{value!r} is not one of {', '.join(map(repr, names))}.")
+        return text
+
+    return parse
+
+
 def output_option(*formats: OutputFormat) -> Any:
     """The ``-o/--output`` option of a command that writes exactly ``formats``, for
     ``Annotated[OutputFormat, output_option(...)]``.
@@ -77,15 +92,12 @@ def output_option(*formats: OutputFormat) -> Any:
     :class:`OutputFormat` members, so a command tests ``output is OutputFormat.JSON``.
     """
     names = [f.value for f in formats]
+    name = one_of(names)
 
     def parse(value: object) -> OutputFormat:
         if isinstance(value, OutputFormat) and value in formats:
             return value
-        text = str(value).strip().lower()
-        for candidate in formats:
-            if candidate.value == text:
-                return candidate
-        raise ValueError(f"{value!r} is not one of {', '.join(map(repr, names))}.")
+        return OutputFormat(name(value))
 
     def complete(incomplete: str) -> list[str]:
         return [n for n in names if n.startswith(incomplete)]

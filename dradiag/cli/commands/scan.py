@@ -30,8 +30,10 @@ from dradiag.cli.options import (
     RequestTimeout,
     StuckAfter,
     Timeout,
+    one_of,
     output_option,
 )
+from dradiag.vocabulary import Phase, Severity
 
 NoHeaders = Annotated[
     bool,
@@ -86,7 +88,7 @@ PhaseOption = Annotated[
     typer.Option(
         "--phase",
         metavar="PHASE",
-        parser=lambda value: _phase(value),
+        parser=one_of([p.value for p in Phase]),
         help="Only rows broken or unsure at PHASE (publication, selection, allocation, "
         "prepare, injection, workload, unprepare; repeatable).",
     ),
@@ -104,7 +106,7 @@ MinSeverityOption = Annotated[
     typer.Option(
         "--min-severity",
         metavar="info|warning|error",
-        parser=lambda value: _severity(value),
+        parser=one_of([s.value for s in reversed(Severity)]),
         help="Only rows with a finding of at least this severity.",
     ),
 ]
@@ -118,24 +120,6 @@ SilenceOption = Annotated[
         ".dradiag-silence.yaml in the working directory, if there is one.",
     ),
 ]
-
-
-def _phase(value: object) -> str:
-    from dradiag.vocabulary import Phase
-
-    names = [p.value for p in Phase]
-    text = str(value).strip().lower()
-    if text not in names:
-        raise ValueError(f"{value!r} is not one of {', '.join(map(repr, names))}.")
-    return text
-
-
-def _severity(value: object) -> str:
-    names = ["info", "warning", "error"]
-    text = str(value).strip().lower()
-    if text not in names:
-        raise ValueError(f"{value!r} is not one of {', '.join(map(repr, names))}.")
-    return text
 
 
 def scan(
@@ -199,7 +183,6 @@ def scan(
     from dradiag.snapshot import coverage
     from dradiag.snapshot.selectors import parse_field_selector, parse_label_selector
     from dradiag.sources.silences import DEFAULT_SILENCE_FILE, load_silences
-    from dradiag.vocabulary import Severity
 
     if namespace and all_namespaces:
         raise UsageError("-n/--namespace and -A/--all-namespaces are mutually exclusive")
@@ -314,7 +297,6 @@ def _report_sarif(
 
     from dradiag.cli.diagnosis_run import final_code
     from dradiag.render.sarif import diagnoses_sarif
-    from dradiag.vocabulary import Severity
 
     def keep(finding: Mapping[str, Any]) -> bool:
         return scope.wants(str(finding.get("rule") or ""), Severity(str(finding["severity"])))
