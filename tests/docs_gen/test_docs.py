@@ -62,9 +62,22 @@ PAGE_COMMANDS = _page_commands()
 
 
 def test_the_generated_blocks_and_picture_are_fresh():
+    import difflib
+
     expected = generate()
     assert SVG_PATH in expected
-    assert stale(expected) == [], "run: python -m dradiag.docs_gen --write"
+    old = stale(expected)
+    diff = "".join(
+        line
+        for path in old[:1]
+        for line in difflib.unified_diff(
+            path.read_text(encoding="utf-8").splitlines(keepends=True) if path.exists() else [],
+            expected[path].splitlines(keepends=True),
+            str(path),
+            "generated",
+        )
+    )
+    assert old == [], f"run: python -m dradiag.docs_gen --write\n{diff[:4000]}"
 
 
 def test_a_stale_block_is_found(tmp_path, workspace):
