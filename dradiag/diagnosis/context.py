@@ -33,6 +33,7 @@ from dradiag.snapshot.model import (
     key_of,
     name_of,
     namespace_of,
+    node_selector_names,
     uid_of,
 )
 from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, Severity
@@ -227,19 +228,6 @@ def class_names(claim: K8sObject) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _node_names_in_selector(selector: Mapping[str, Any] | None) -> set[str]:
-    out: set[str] = set()
-    for term in (selector or {}).get("nodeSelectorTerms") or ():
-        if not isinstance(term, Mapping):
-            continue
-        for req in list(term.get("matchFields") or ()) + list(term.get("matchExpressions") or ()):
-            if not isinstance(req, Mapping) or req.get("operator") != "In":
-                continue
-            if req.get("key") in ("metadata.name", "kubernetes.io/hostname"):
-                out.update(str(v) for v in req.get("values") or ())
-    return out
-
-
 @dataclass(slots=True)
 class RuleHit:
     """A rule match on one evidence item, and what it was about."""
@@ -401,7 +389,7 @@ class ClaimWalk:
     def _find_nodes(self) -> list[str]:
         nodes: set[str] = set()
         if self.allocation:
-            nodes |= _node_names_in_selector(self.allocation.get("nodeSelector"))
+            nodes |= set(node_selector_names(self.allocation.get("nodeSelector")))
             for _req, driver, pool, _dev in claim_devices(self.claim):
                 for slc in self.snapshot.pool_slices(driver, pool):
                     if node := (slc.get("spec") or {}).get("nodeName"):

@@ -20,14 +20,14 @@ with all of its pods, not just the selected ones). The rules, as ``scan --help``
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
-from dradiag.snapshot.model import name_of, namespace_of
+from dradiag.snapshot.model import allocation_nodes, name_of, namespace_of
 from dradiag.snapshot.selectors import METADATA_FIELDS, FieldSelector, LabelSelector
-from dradiag.vocabulary import Finding, Severity
+from dradiag.vocabulary import PHASE_ORDER, Finding, Severity
 
 if TYPE_CHECKING:
     from dradiag.diagnosis.model import Diagnosis
@@ -116,32 +116,12 @@ class ScanSelection:
 
 
 def _phase_order(phase: str) -> int:
-    from dradiag.vocabulary import Phase
-
-    order = [p.value for p in Phase]
+    order = [p.value for p in PHASE_ORDER]
     return order.index(phase) if phase in order else len(order)
 
 
 def _glob(rule: str, pattern: str) -> bool:
     return fnmatchcase(rule.upper(), pattern.upper())
-
-
-def _allocation_nodes(claim: K8sObject) -> list[str]:
-    """Nodes an allocation is pinned to (``matchFields metadata.name`` or hostname)."""
-    allocation = (claim.get("status") or {}).get("allocation") or {}
-    selector = allocation.get("nodeSelector") or {} if isinstance(allocation, Mapping) else {}
-    nodes: list[str] = []
-    for term in (selector.get("nodeSelectorTerms") or []) if isinstance(selector, Mapping) else []:
-        if not isinstance(term, Mapping):
-            continue
-        for req in list(term.get("matchFields") or []) + list(term.get("matchExpressions") or []):
-            if (
-                isinstance(req, Mapping)
-                and req.get("operator") == "In"
-                and req.get("key") in ("metadata.name", "kubernetes.io/hostname")
-            ):
-                nodes.extend(str(v) for v in req.get("values") or [])
-    return nodes
 
 
 def _node_of(pod: K8sObject) -> str:
@@ -177,7 +157,7 @@ def _objects(snapshot: Snapshot, row: Diagnosis) -> _RowObjects:
         pods += [
             p for p in snapshot.pods_for_claim(claim) if (namespace_of(p), name_of(p)) not in seen
         ]
-    nodes = _allocation_nodes(claim) if claim is not None else []
+    nodes = allocation_nodes(claim) if claim is not None else []
     nodes += [n for p in pods if (n := _node_of(p)) and n not in nodes]
     return _RowObjects(claim, pods, nodes)
 

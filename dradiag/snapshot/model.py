@@ -234,6 +234,38 @@ def allocated_devices(claim: K8sObject) -> list[Mapping[str, Any]]:
     return [r for r in results if isinstance(r, Mapping)]
 
 
+NODE_NAME_KEYS = ("metadata.name", "kubernetes.io/hostname")
+"""The node-selector keys that name one node: the allocator's ``matchFields
+metadata.name`` and the hostname label."""
+
+
+def node_selector_names(selector: object) -> list[str]:
+    """Node names a NodeSelector pins with ``In`` on a :data:`NODE_NAME_KEYS` key (in
+    ``matchFields`` or ``matchExpressions``), first seen first; [] for anything else."""
+    if not isinstance(selector, Mapping):
+        return []
+    names: list[str] = []
+    for term in selector.get("nodeSelectorTerms") or ():
+        if not isinstance(term, Mapping):
+            continue
+        for req in (*(term.get("matchFields") or ()), *(term.get("matchExpressions") or ())):
+            if (
+                isinstance(req, Mapping)
+                and req.get("operator") == "In"
+                and req.get("key") in NODE_NAME_KEYS
+            ):
+                names.extend(str(v) for v in req.get("values") or ())
+    return list(dict.fromkeys(names))
+
+
+def allocation_nodes(claim: K8sObject) -> list[str]:
+    """Node names a claim's allocation is restricted to (its ``nodeSelector``)."""
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    if not isinstance(allocation, Mapping):
+        return []
+    return node_selector_names(allocation.get("nodeSelector"))
+
+
 def pod_claim_references(pod: K8sObject) -> list[tuple[str, str | None, str | None]]:
     """(pod-level claim name, resourceClaimName, resourceClaimTemplateName) per pod claim."""
     out = []

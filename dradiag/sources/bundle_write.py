@@ -38,6 +38,7 @@ from dradiag.snapshot.model import (
     Coverage,
     K8sObject,
     Kind,
+    allocation_nodes,
     name_of,
     namespace_of,
 )
@@ -50,7 +51,6 @@ from dradiag.sources.live_plan import (
     Collector,
     Read,
     _Outcome,
-    allocation_nodes,
     collect_claim,
     collect_cluster,
     collect_pod,

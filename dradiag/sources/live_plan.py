@@ -40,6 +40,7 @@ from dradiag.snapshot.model import (
     Snapshot,
     SourceInfo,
     allocated_devices,
+    allocation_nodes,
     name_of,
     namespace_of,
     pod_claim_references,
@@ -174,20 +175,6 @@ def statuses_by_container(pod: K8sObject) -> dict[str, Mapping[str, Any]]:
         + (status.get("initContainerStatuses") or [])
         if isinstance(st, Mapping)
     }
-
-
-def allocation_nodes(claim: K8sObject) -> list[str]:
-    """Node names an allocation is restricted to (``matchFields metadata.name`` or hostname)."""
-    selector = ((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {}
-    nodes: list[str] = []
-    for term in selector.get("nodeSelectorTerms") or []:
-        for req in (term.get("matchFields") or []) + (term.get("matchExpressions") or []):
-            if req.get("operator") == "In" and req.get("key") in (
-                "metadata.name",
-                "kubernetes.io/hostname",
-            ):
-                nodes.extend(str(v) for v in req.get("values") or [])
-    return list(dict.fromkeys(nodes))
 
 
 def is_allocated(claim: K8sObject) -> bool:
