@@ -74,6 +74,10 @@ MAP_PROBE_EVERY = 64
 was found shared, whole maps are looked up in one slice of :data:`MAP_PROBE_EVERY`
 only (the others share their values one by one, as fresh maps do)."""
 
+ROWS_MAX = 1 << 16
+"""Rows (:meth:`_Interner._share_rows`) kept at most: past that, rows not seen are still
+shared value by value, only not remembered whole."""
+
 NAME_PROBE_VALUES = 1024
 """Values of one attribute name shared before the loader judges whether that name's
 values repeat: a name whose values were at least seven in eight new (a per-device
@@ -343,6 +347,20 @@ def _compact(
             unplain.append(value)
 
 
+def _unplain(leaves: list[Any]) -> list[Any]:
+    """The values of ``leaves`` that are not a plain ``{"string": <str>}`` (in C when
+    every one is a one-member map, as a fleet's per-device values are)."""
+    if set(map(type, leaves)) <= {dict} and set(map(len, leaves)) <= {1}:
+        strings = map(dict.get, leaves, repeat("string"))
+        odd = map(operator.is_not, map(type, strings), repeat(str))
+        return list(itertools.compress(leaves, odd))
+    return [
+        leaf
+        for leaf in leaves
+        if not (leaf.__class__ is dict and len(leaf) == 1 and leaf.get("string").__class__ is str)
+    ]
+
+
 def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]] | None:
     """``map[name] for name in names`` as a tuple, in C; None for no names."""
     if not names:
@@ -397,6 +415,9 @@ class _Interner:
         "name_news",
         "judged",
         "layouts",
+        "rows",
+        "row_tries",
+        "row_hits",
     )
 
     def __init__(self) -> None:
@@ -433,6 +454,11 @@ class _Interner:
         ] = {}
         """Per attribute-name layout: the names shared, and getters of their values and
         of the unshared ones' (:meth:`_share_layout`)."""
+        self.rows: dict[bytes, tuple[Any, ...]] = {}
+        self.row_tries = 0
+        self.row_hits = 0
+        """Shared rows (a map's kept values, in layout order) by their JSON text, and
+        rows looked up and found (:meth:`_share_rows`)."""
         self.exact = False
         """Set once the decoder met NaN or an infinity: attribute values are then shared
         one at a time (their JSON text would not tell NaN from null)."""
@@ -510,7 +536,9 @@ class _Interner:
         return FleetIndex(
             attribute_values=[*self.values.values(), *self.loose_values, *self.unshared],
             # Once NaN was met values are keyed by (member, scalar, type), not by text.
-            checked_values=None if self.exact else [*self.unplain, *self.loose_values],
+            checked_values=None
+            if self.exact
+            else [*self.unplain, *_unplain(self.unshared), *self.loose_values],
             capacity_maps=self.capacity_maps + self.loose_maps,
             attribute_names=self.names,
             capacity_names=self.capacity_names,
@@ -556,18 +584,18 @@ class _Interner:
         node_names: list[str | None] | None = None
         if nodes.count(None) != n:
             node_names = [str(node) if node else None for node in nodes]
+        types = self._scalars(attributes, f"{driver}/type", "type")
+        if set(map(type, types)) != {str}:  # (the usual case needs no step per device)
+            types = [value if value.__class__ is str else str(value or "") for value in types]
+        profiles = self._scalars(attributes, f"{driver}/profile", "profile")
+        if not set(map(type, profiles)) <= {str, type(None)}:
+            profiles = [str(value) if value is not None else None for value in profiles]
         return SliceDevices(
             devices=devices,
             names=names,
             node_names=node_names,
-            types=[
-                value if value.__class__ is str else str(value or "")
-                for value in self._scalars(attributes, f"{driver}/type", "type")
-            ],
-            profiles=[
-                str(value) if value is not None else None
-                for value in self._scalars(attributes, f"{driver}/profile", "profile")
-            ],
+            types=types,
+            profiles=profiles,
             attributes=attributes,
             capacities=capacities,
         )
@@ -583,11 +611,11 @@ class _Interner:
         if dumps is None or self.exact or set(map(type, attributes)) != {dict}:
             return False
         self.map_slices += 1
-        if not self._look_up_maps():
-            return self._share_leaves(attributes)
         try:
+            if not self._look_up_maps():
+                return self._share_leaves(attributes)
             texts = list(map(dumps, attributes))
-        except TypeError:
+        except TypeError:  # beyond what orjson writes (an item the stdlib decoded)
             return False
         maps = self.maps
         self.map_tries += len(texts)
@@ -605,7 +633,10 @@ class _Interner:
                 attributes[i] = found
                 devices[i]["attributes"] = found
         self.map_hits += len(texts) - len(fresh)
-        return self._share_leaves(fresh)
+        try:
+            return self._share_leaves(fresh)
+        except TypeError:  # as above; what was shared so far is equal, so it may stay
+            return False
 
     def _look_up_maps(self) -> bool:
         """Whether this slice's whole maps are looked up (see ``map_tries``)."""
@@ -666,6 +697,58 @@ class _Interner:
             self._keep_unshared(list(itertools.chain.from_iterable(map(take_left, fresh))))
         if take is None:
             return True
+        judging = len(self.judged) < len(self.names) and self.map_slices <= NAME_PROBE_SLICES
+        if not judging and len(kept) > 1 and self._look_up_rows():
+            return self._share_rows(fresh, kept, take)
+        return self._share_each(fresh, kept, take, judging)
+
+    def _look_up_rows(self) -> bool:
+        """Whether this slice's rows are looked up (as :meth:`_look_up_maps` for maps)."""
+        return (
+            self.row_tries < MAP_PROBE_AFTER
+            or self.row_hits * 8 >= self.row_tries
+            or self.map_slices % MAP_PROBE_EVERY == 0
+        )
+
+    def _share_rows(
+        self, fresh: list[dict[str, Any]], kept: tuple[str, ...], take: Callable[[Any], Any]
+    ) -> bool:
+        """Share the kept values of ``fresh`` a row at a time: one JSON text per map.
+
+        A fleet whose maps differ only in per-device values (left unshared) repeats the
+        rest of each map as a whole (the same driver, product and PCI root on every
+        node): one text and one look-up per map then share all its other values, where
+        a text per value cost most of the loading (a 1 KiB orjson buffer each). A row
+        not seen before has its values shared one by one (:meth:`_share_each`) and is
+        kept as the tuple of those shared values.
+        """
+        dumps = self.dumps
+        assert dumps is not None
+        rows = list(map(take, fresh))
+        texts = list(map(dumps, rows))
+        table = self.rows
+        found: list[Any] = list(map(table.get, texts))
+        self.row_tries += len(found)
+        misses = [i for i, row in enumerate(found) if row is None] if None in found else []
+        self.row_hits += len(found) - len(misses)
+        if misses:
+            self._share_each([fresh[i] for i in misses], kept, take, False)
+            for i in misses:
+                found[i] = shared_row = take(fresh[i])
+                if len(table) < ROWS_MAX:
+                    table.setdefault(bytes(memoryview(texts[i])), shared_row)  # see _compact
+        del texts
+        deque(map(dict.update, fresh, map(zip, repeat(kept), found)), maxlen=0)
+        return True
+
+    def _share_each(
+        self,
+        fresh: list[dict[str, Any]],
+        kept: tuple[str, ...],
+        take: Callable[[Any], Any],
+        judging: bool,
+    ) -> bool:
+        """Share the kept values of ``fresh`` one by one (and judge their names)."""
         dumps = self.dumps
         assert dumps is not None
         leaves = list(itertools.chain.from_iterable(map(take, fresh)))
@@ -675,7 +758,7 @@ class _Interner:
         del texts
         rows = zip(*[iter(shared)] * len(kept), strict=True)
         deque(map(dict.update, fresh, map(zip, repeat(kept), rows)), maxlen=0)
-        if len(self.judged) < len(self.names) and self.map_slices <= NAME_PROBE_SLICES:
+        if judging:
             self._judge_names(list(kept) * len(fresh), list(map(operator.is_, shared, leaves)))
         return True
 
@@ -701,22 +784,12 @@ class _Interner:
             self.layouts.clear()
 
     def _keep_unshared(self, leaves: list[Any]) -> None:
-        """Note values left unshared: all are values of the index, the odd ones checked."""
+        """Note values left unshared: all are values of the index.
+
+        Which of them need a look (not plain strings) is told once, in :meth:`index`:
+        a pass over 10⁵ values at once costs a fraction of one per slice.
+        """
         self.unshared.extend(leaves)
-        if set(map(type, leaves)) == {dict} and set(map(len, leaves)) == {1}:
-            strings = map(dict.get, leaves, repeat("string"))
-            odd = map(operator.is_not, map(type, strings), repeat(str))
-            self.unplain.extend(itertools.compress(leaves, odd))
-        else:
-            self.unplain.extend(
-                leaf
-                for leaf in leaves
-                if not (
-                    leaf.__class__ is dict
-                    and len(leaf) == 1
-                    and leaf.get("string").__class__ is str
-                )
-            )
 
     def _share_whole(self, devices: list[Any], holder: str, values: list[Any], kind: type) -> bool:
         """:meth:`device`'s sharing of whole maps (lists) for a slice; False: not done."""

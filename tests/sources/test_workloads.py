@@ -447,3 +447,50 @@ def test_maps_of_one_layout_share_values_and_keep_their_order(names: tuple[str, 
     for name in names:
         assert maps[1][name] is maps[3][name] is maps[4][name]
         assert maps[0][name] is maps[2][name] is not maps[1][name]
+
+
+def test_rows_of_kept_values_are_shared_whole_and_value_by_value() -> None:
+    """Once every name is judged, a map's kept values are looked up as one row: a row
+    seen before shares all of them at once, a new row still shares each value it has in
+    common with earlier ones, and a value orjson cannot write falls back to one by one."""
+    import json
+
+    from dradiag.sources import fleet
+
+    interner = fleet._Interner()
+    interner.map_tries = fleet.MAP_PROBE_AFTER  # whole maps seldom shared
+    interner.map_slices = fleet.NAME_PROBE_SLICES + 1  # past judging
+
+    def devices(tag: str, product: str, extra: object = 1) -> list[dict[str, object]]:
+        return [
+            {
+                "name": f"{tag}{i}",
+                "attributes": {
+                    "productName": {"string": product},
+                    "type": {"string": "gpu"},
+                    "index": {"int": extra},
+                },
+            }
+            for i in range(3)
+        ]
+
+    first, again, other = devices("a", "H100"), devices("b", "H100"), devices("c", "A100")
+    odd = devices("d", "H100", extra=2**70)  # beyond 64 bits: orjson cannot write it
+    for batch in (first, again, other, odd):
+        want = json.loads(json.dumps(batch))
+        assert interner.note_slice(batch, "gpu.nvidia.com") is not None
+        assert batch == want
+    assert interner.row_hits == 3 and len(interner.rows) == 2  # `again`, found whole
+    attrs = [d["attributes"] for d in first + again + other + odd]
+    assert len({id(a["productName"]) for a in attrs[:6]}) == 1
+    assert len({id(a["index"]) for a in attrs[:9]}) == 1
+    assert (
+        attrs[6]["type"] is attrs[0]["type"]
+        and attrs[6]["productName"] is not attrs[0]["productName"]
+    )
+    # The odd slice is shared device by device (by value, not by text): equal, kept whole.
+    assert attrs[9] == {
+        "productName": {"string": "H100"},
+        "type": {"string": "gpu"},
+        "index": {"int": 2**70},
+    }
