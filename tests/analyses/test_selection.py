@@ -292,6 +292,24 @@ def test_only_the_newest_pool_generation_counts(fleet: Snapshot) -> None:
     assert not any(d.slice_device_name == "gpu-9" for d in inventory.devices)
 
 
+def test_a_negative_pool_generation_is_kept_not_a_crash() -> None:
+    """The API server rejects a negative generation, but a hand-edited file can hold one
+    (found by the fuzzer: a KeyError). It is still the pool's newest, so it counts."""
+    odd = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "odd-gen"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": "node-odd",
+            "pool": {"name": "node-odd", "generation": -1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-7", "attributes": {"type": {"string": "gpu"}}}],
+        },
+    }
+    inventory = build_inventory(Snapshot(objects={Kind.RESOURCE_SLICE: [odd]}))
+    assert [d.slice_device_name for d in inventory.devices] == ["gpu-7"]
+
+
 def test_claim_device_limit(fleet: Snapshot) -> None:
     result = _analyze(
         fleet, _request("a", "mig.nvidia.com", count=20), _request("b", "mig.nvidia.com", count=13)

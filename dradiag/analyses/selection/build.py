@@ -42,7 +42,8 @@ def _latest_generation_slices(snapshot: Snapshot) -> tuple[list[K8sObject], set[
         pool = spec.get("pool") or {}
         key = (str(spec.get("driver") or ""), str(pool.get("name") or ""))
         generation = int(pool.get("generation") or 0)
-        if generation > newest.get(key, -1):
+        # No sentinel: the shape check admits any integer, a negative one included.
+        if key not in newest or generation > newest[key]:
             newest[key] = generation
         keys.append(key)
         generations.append(generation)
