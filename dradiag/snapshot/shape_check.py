@@ -106,6 +106,12 @@ ESSENTIAL: dict[Kind, frozenset[tuple[str, ...]]] = {
             ("spec", "containers", "resources", "claims", "name"),
             ("status",),
             ("status", "phase"),
+            # DRAExtendedResource: the pod's only link to its generated claim, and which
+            # container gets which request (dropped, a wrong mapping would go unseen).
+            ("status", "extendedResourceClaimStatus"),
+            ("status", "extendedResourceClaimStatus", "resourceClaimName"),
+            ("status", "extendedResourceClaimStatus", "requestMappings"),
+            ("status", "extendedResourceClaimStatus", "requestMappings", "requestName"),
         }
     ),
     Kind.NODE: frozenset(),

@@ -494,6 +494,19 @@ class PodResourceClaimStatus(_Schema):
     resource_claim_name: Opt[str] = UNSET
 
 
+class ContainerExtendedResourceRequest(_Schema):
+    container_name: Opt[str] = UNSET
+    request_name: Opt[str] = UNSET
+    resource_name: Opt[str] = UNSET
+
+
+class PodExtendedResourceClaimStatus(_Schema):
+    """DRAExtendedResource (1.34+): the claim made for a pod's extended-resource requests."""
+
+    resource_claim_name: Opt[str] = UNSET
+    request_mappings: Opt[list[ContainerExtendedResourceRequest]] = UNSET
+
+
 class PodStatus(_Schema):
     phase: Opt[str] = UNSET
     reason: Opt[str] = UNSET
@@ -503,6 +516,7 @@ class PodStatus(_Schema):
     container_statuses: Opt[list[ContainerStatus]] = UNSET
     init_container_statuses: Opt[list[ContainerStatus]] = UNSET
     resource_claim_statuses: Opt[list[PodResourceClaimStatus]] = UNSET
+    extended_resource_claim_status: Opt[PodExtendedResourceClaimStatus] = UNSET
 
 
 class Pod(_Object):

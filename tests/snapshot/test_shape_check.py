@@ -251,6 +251,54 @@ def test_pod_with_unreadable_resource_claims_is_skipped() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("status", "path", "expected"),
+    [
+        ({"requestMappings": -1}, "requestMappings", "expected array, got int"),
+        ({"resourceClaimName": ["c"]}, "resourceClaimName", "expected str, got array"),
+        ({"requestMappings": [{"requestName": 3}]}, "requestMappings[0].requestName", "got int"),
+        ("c", "", "expected object, got str"),
+    ],
+)
+def test_pod_with_an_unreadable_extended_resource_claim_status_is_skipped(
+    status: Any, path: str, expected: str
+) -> None:
+    # Once an internal TypeError (the fuzzer); dropped, the pod would lose its link to
+    # the claim made for its extended resources, or a wrong mapping would go unseen.
+    obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": META,
+        "status": {"phase": "Running", "extendedResourceClaimStatus": status},
+    }
+    kept, warnings = _one(Kind.POD, obj)
+    field_path = "status.extendedResourceClaimStatus" + (f".{path}" if path else "")
+    assert kept is None
+    assert len(warnings) == 1 and f"{field_path}: " in warnings[0]
+    assert expected in warnings[0] and warnings[0].endswith("object skipped")
+
+
+def test_pod_extended_resource_mapping_with_a_wrong_container_name_is_trimmed() -> None:
+    status = {
+        "resourceClaimName": "job-0-extended-resources-abcde",
+        "requestMappings": [{"containerName": 1, "requestName": "r0", "resourceName": "x/gpu"}],
+    }
+    obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": META,
+        "status": {"phase": "Running", "extendedResourceClaimStatus": status},
+    }
+    kept, warnings = _one(Kind.POD, obj)
+    assert kept["status"]["extendedResourceClaimStatus"]["requestMappings"] == [
+        {"requestName": "r0", "resourceName": "x/gpu"}
+    ]
+    assert warnings == [
+        "f.yaml:3: Pod ml/x: status.extendedResourceClaimStatus.requestMappings[0]."
+        "containerName: expected str, got int; field dropped"
+    ]
+
+
 def test_node_label_of_the_wrong_type_and_a_numeric_label_key_are_dropped() -> None:
     obj = {
         "apiVersion": "v1",
