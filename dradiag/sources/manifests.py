@@ -14,6 +14,7 @@ and kinds dradiag does not read, are reported on stderr and skipped.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
@@ -117,8 +118,27 @@ def _loads_json(text: str | bytes, path: str) -> Any:
         ) from None
 
 
+@functools.cache
 def _yaml_loader() -> type[yaml.SafeLoader]:
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    """The C safe loader where there is one, with timestamps that do not parse kept as text.
+
+    YAML 1.1 reads an unquoted ``2025-13-45T99:99:99Z`` as a timestamp and PyYAML's
+    constructor then raises ValueError for the month: the whole file would be lost for
+    one junk value (Kubernetes' own YAML-to-JSON step keeps such a value as a string).
+    Kept as the string it is, the shape check reports it as a junk timestamp and drops
+    that field alone.
+    """
+    base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    def timestamp(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+        try:
+            return base.construct_yaml_timestamp(loader, node)  # type: ignore[arg-type]
+        except (ValueError, OverflowError):
+            return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+    loader = type("ManifestLoader", (base,), {})
+    loader.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
+    return loader
 
 
 def decode_text(data: bytes, path: str) -> str:
@@ -161,6 +181,10 @@ def compose_documents(text: str, path: str) -> Iterator[tuple[yaml.Node, Any]]:
         raise InputError(f"malformed YAML: {exc}", path=path) from None
     except RecursionError:
         raise InputError("YAML nested too deeply", path=path) from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        # A constructor's own failure on an explicitly tagged scalar (`!!int abc`,
+        # `!!float x`): PyYAML raises it unmarked.
+        raise InputError(f"malformed YAML: {exc}", path=path) from None
 
 
 def parse_stream(data: bytes, path: str) -> Iterator[tuple[Any, int | None]]:

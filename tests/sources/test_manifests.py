@@ -213,3 +213,45 @@ def test_yaml_document_start_lines(tmp_path: Path):
     path = tmp_path / "two.yaml"
     path.write_text(CLAIM_YAML + "---\n" + CLAIM_YAML.replace("name: c,", "name: d,"))
     assert [d.line for d in load_documents(str(path))] == [1, 6]
+
+
+def test_a_yaml_timestamp_that_does_not_parse_loses_its_field_not_the_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # YAML 1.1 reads the unquoted value as a timestamp; month 13 made PyYAML raise
+    # ValueError (an internal error). It is kept as text and the shape check drops it.
+    path = tmp_path / "claim.yaml"
+    path.write_text(
+        CLAIM_YAML.replace(
+            "metadata: {name: c, namespace: ns}",
+            "metadata: {name: c, namespace: ns, creationTimestamp: 2025-13-45T99:99:99Z}",
+        )
+    )
+    with caplog.at_level(logging.WARNING):
+        snapshot = load_snapshot(str(path))
+    (claim,) = snapshot.claims
+    assert claim["metadata"] == {"name": "c", "namespace": "ns"}
+    assert "metadata.creationTimestamp: invalid RFC3339" in caplog.text
+    assert "2025-13-45T99:99:99Z" in caplog.text
+
+
+def test_a_valid_yaml_timestamp_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "claim.yaml"
+    path.write_text(
+        CLAIM_YAML.replace(
+            "metadata: {name: c, namespace: ns}",
+            "metadata: {name: c, namespace: ns, creationTimestamp: 2025-07-14T05:10:00Z}",
+        )
+    )
+    (claim,) = load_snapshot(str(path)).claims
+    assert "creationTimestamp" in claim["metadata"]
+
+
+@pytest.mark.parametrize("tagged", ["!!int abc", "!!float x1"])
+def test_an_explicitly_tagged_scalar_that_does_not_construct_is_an_input_error(
+    tmp_path: Path, tagged: str
+) -> None:
+    path = tmp_path / "claim.yaml"
+    path.write_text(CLAIM_YAML.replace("namespace: ns}", f"namespace: ns, generation: {tagged}}}"))
+    err = _input_error(path)
+    assert err.path == str(path) and str(err.reason).startswith("malformed YAML:")
