@@ -136,7 +136,7 @@ def _yaml_loader() -> type[yaml.SafeLoader]:
         except (ValueError, OverflowError):
             return loader.construct_scalar(node)  # type: ignore[arg-type]
 
-    loader = type("ManifestLoader", (base,), {})
+    loader: type[yaml.SafeLoader] = type("ManifestLoader", (base,), {})
     loader.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
     return loader
 
