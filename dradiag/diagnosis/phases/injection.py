@@ -163,10 +163,16 @@ _NO_DEVICE_RULES = frozenset({"DRA-WORK-NO-CUDA-DEVICE", "DRA-WORK-NVIDIA-SMI-FA
 def _cdi_not_applied(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Finding]:
     """A container that lists the claim, started after Prepare succeeded, and sees no GPU.
 
-    The kubelet passed the claim's CDI device IDs with the container (it lists the claim);
-    a runtime without CDI enabled (containerd before 1.7 or ``enable_cdi = false``,
-    cri-dockerd) drops them silently and starts the container anyway (peers §6 P4). A
-    container whose own env hides the GPU (``NVIDIA_VISIBLE_DEVICES=void``) is left out.
+    The kubelet passed the claim's CDI device IDs with the container (it lists the claim).
+    Two mechanisms end there, and the container's symptom is the same for both: a runtime
+    without CDI enabled (containerd before 1.7 or ``enable_cdi = false``, cri-dockerd)
+    drops the IDs silently and starts the container anyway (peers §6 P4); or the runtime
+    applied a claim spec that holds no device nodes, which the NVIDIA kubelet plugin
+    writes when ``/dev/nvidia*`` did not exist on the host at Prepare (a fresh node;
+    missing nodes are only warnings to the CDI library, so Prepare succeeds:
+    dra-driver-nvidia-gpu#1380). The claim's spec on the node tells them apart, so the
+    finding names both and that check first. A container whose own env hides the GPU
+    (``NVIDIA_VISIBLE_DEVICES=void``) is left out.
     """
     hits = [
         h
@@ -197,14 +203,19 @@ def _cdi_not_applied(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Find
                     rule=INJ_CDI_NOT_APPLIED,
                     phase=Phase.INJECTION,
                     severity=Severity.ERROR,
-                    title="the runtime started the container without applying the claim's CDI "
-                    "devices",
+                    title="the container does not see the claim's GPUs as CDI should give them",
                     detail=f"Container {name!r} of pod {pod_key(pod)} lists ResourceClaim "
                     f"{walk.claim_key} in resources.claims and the claim was prepared on node "
                     f"{node} (the container started), yet the container sees no GPU "
-                    f"({hit.finding.title}). The kubelet passed the claim's CDI device IDs; a "
-                    "runtime without CDI enabled drops them silently and starts the container "
-                    "without the device nodes and driver libraries.",
+                    f"({hit.finding.title}). The kubelet passed the claim's CDI device IDs, so "
+                    "either the runtime did not apply them (CDI disabled or unsupported: it "
+                    "drops them silently and starts the container without the device nodes "
+                    "and driver libraries), or it applied a claim CDI spec that lists no "
+                    "device nodes: the NVIDIA kubelet plugin writes one when /dev/nvidia* did "
+                    "not exist on the host at Prepare (a fresh node where nothing had "
+                    "initialised the driver yet), and Prepare still succeeds "
+                    "(kubernetes-sigs/dra-driver-nvidia-gpu#1380). The claim's CDI spec on "
+                    "the node tells them apart.",
                     evidence=(
                         *hit.finding.evidence[:1],
                         Evidence(
@@ -221,6 +232,12 @@ def _cdi_not_applied(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Find
                         ),
                     ),
                     next=(
+                        *(
+                            f"grep -n -A2 deviceNodes /var/run/cdi/{spec} on {node}  (no "
+                            "/dev/nvidia<N>, /dev/nvidiactl: the spec is incomplete; run "
+                            "nvidia-modprobe or nvidia-smi on the host, then recreate the pod)"
+                            for spec in cdi_spec_files(_cdi_ids(walk), walk.claim_uid)[:1]
+                        ),
                         f"grep -n -A3 enable_cdi /etc/containerd/config.toml on {node}  "
                         "(containerd >= 1.7 with enable_cdi = true, or CRI-O)",
                         f"kubectl exec -n {namespace_of(pod)} {name_of(pod)} -c {name} -- "
@@ -303,8 +320,7 @@ def _more_gpus_than_allocated(walk: ClaimWalk, started: Sequence[K8sObject]) -> 
                         rule=INJ_CDI_NOT_APPLIED,
                         phase=Phase.INJECTION,
                         severity=Severity.ERROR,
-                        title="the runtime started the container without applying the claim's "
-                        "CDI devices",
+                        title="the container does not see the claim's GPUs as CDI should give them",
                         detail=f"Container {name!r} of pod {pod_key(pod)} sees {seen.count} GPUs "
                         f"but its claims allocated {allocated} (ResourceClaim {walk.claim_key}): "
                         "the runtime did not apply the claim's CDI devices (CDI disabled or "
