@@ -151,11 +151,36 @@ def read_archive(archive: Path) -> dict[str, bytes]:
                     members[key] = data
     except InputError:
         raise
+    except tarfile.ReadError as exc:
+        # The gzip layer was fine (or nearly): this may be one compressed file, not a tar.
+        reason = str(exc) or type(exc).__name__
+        raise InputError(
+            f"corrupt or truncated bundle archive: {reason} (a gzip-compressed manifest is "
+            "read when its name ends in .yaml.gz, .yml.gz or .json.gz)",
+            path=label,
+        ) from None
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         reason = str(exc) or type(exc).__name__
         raise InputError(f"corrupt or truncated bundle archive: {reason}", path=label) from None
     _check_tree(members, label)
     return members
+
+
+def read_gzip_file(path: Path) -> bytes:
+    """The decompressed bytes of one gzip-compressed file (``pods.yaml.gz``), under the
+    archive's caps (total size and ratio: a bomb is refused as in a bundle)."""
+    label = str(path)
+    try:
+        with path.open("rb") as raw:
+            counting = _CountingReader(raw)
+            unzipped = gzip.GzipFile(fileobj=counting, mode="rb")  # type: ignore[call-overload]
+            data, _total = _read_capped(unzipped, 0, counting, label)
+    except InputError:
+        raise
+    except (EOFError, zlib.error, OSError) as exc:
+        reason = str(exc) or type(exc).__name__
+        raise InputError(f"corrupt or truncated gzip file: {reason}", path=label) from None
+    return data
 
 
 def _check_tree(members: Mapping[str, bytes], label: str) -> None:

@@ -367,6 +367,10 @@ def _read_path(
         from dradiag.sources import bundle_read
 
         if bundle_read.is_archive(root):
+            if root.suffix == ".gz" and Path(root.stem).suffix in MANIFEST_SUFFIXES:
+                # One compressed manifest (`kubectl get pods -o yaml | gzip`), not a bundle.
+                loaded.add(bundle_read.read_gzip_file(root), str(root), defer=defer)
+                return loaded
             return read_members(bundle_read.read_archive(root), path_arg, exclude, defer=defer)
     if root.is_file():
         if root.suffix == LOG_SUFFIX:

@@ -208,3 +208,31 @@ def test_unpacked_bundle_skips_symlinks_and_its_own_files(tmp_path, capsys):
     assert snapshot.source.kind == "bundle"
     # Kinds the manifest does not list were not collected: unknown, not empty.
     assert {r.coverage.value for r in snapshot.coverage.values()} == {"unknown"}
+
+
+def test_a_gzip_compressed_manifest_is_read_as_that_manifest(tmp_path, capsys):
+    # `kubectl get resourceclaims -A -o json | gzip > claims.json.gz`: one file, no tar.
+    packed = tmp_path / "claims.json.gz"
+    packed.write_bytes(gzip.compress(CLAIM, mtime=0))
+    capsys.readouterr()
+    code = run(["claim", "ml/c", "--from", str(packed), "-o", "json"])
+    captured = capsys.readouterr()
+    assert code in (0, 1, 4), captured.err
+    assert '"name": "c"' in captured.out
+
+
+def test_a_gzip_file_holding_no_tar_says_how_a_compressed_manifest_is_named(tmp_path, capsys):
+    packed = tmp_path / "claims.gz"
+    packed.write_bytes(gzip.compress(CLAIM, mtime=0))
+    _refused(packed, capsys, "a gzip-compressed manifest is read when its name ends in .yaml.gz")
+
+
+def test_a_truncated_compressed_manifest_and_a_bomb_are_refused(tmp_path, capsys, monkeypatch):
+    whole = gzip.compress(CLAIM * 500, mtime=0)
+    cut = tmp_path / "claims.yaml.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    _refused(cut, capsys, "corrupt or truncated gzip file")
+    monkeypatch.setattr(bundle_read, "RATIO_GRACE_BYTES", 1024 * 1024)
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b" " * (16 * 1024 * 1024), mtime=0))
+    _refused(bomb, capsys, "compression bomb")
