@@ -93,6 +93,12 @@ UNPREP_DELETION_STUCK = "DRA-UNPREP-DELETION-STUCK"
 UNPREP_LEAKED_BY_OTHER_CLAIM = "DRA-UNPREP-LEAKED-STATE"
 
 
+# Data rules (a ``match`` in rules/*.yaml) that code reads hits of by id.
+SEL_CLAIM_CREATION_FAILED = "DRA-SEL-CLAIM-CREATION-FAILED"
+"""The resourceclaim controller's ``FailedResourceClaimCreation`` on a pod: a pod whose
+claim is missing reads it to say why (``unresolved``)."""
+
+
 NOT_COLLECTED: Mapping[Phase, str] = {p: f"DRA-{c}-NOT-COLLECTED" for p, c in PHASE_CODE.items()}
 """Per phase, the rule of "the evidence this phase needs was not collected"."""
 

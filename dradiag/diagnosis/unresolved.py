@@ -11,8 +11,10 @@ cannot be told apart from a read failure, so the verdict is inconclusive instead
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from dradiag.diagnosis.context import (
+    optional_matcher,
     optional_rulebook,
     pod_done,
     pod_key,
@@ -21,8 +23,14 @@ from dradiag.diagnosis.context import (
 )
 from dradiag.diagnosis.findings import phase_result
 from dradiag.diagnosis.model import Diagnosis, Target
+from dradiag.diagnosis.next_context import NextContext
+from dradiag.diagnosis.next_steps import with_concrete_next
 from dradiag.diagnosis.resolve import PodClaim, Resolution, resolve_pod_claims
-from dradiag.diagnosis.rule_ids import ALLOC_CLAIM_NOT_CREATED, NOT_COLLECTED
+from dradiag.diagnosis.rule_ids import (
+    ALLOC_CLAIM_NOT_CREATED,
+    NOT_COLLECTED,
+    SEL_CLAIM_CREATION_FAILED,
+)
 from dradiag.diagnosis.verdict import decide_verdict
 from dradiag.snapshot.model import (
     Coverage,
@@ -34,6 +42,9 @@ from dradiag.snapshot.model import (
     uid_of,
 )
 from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, PhaseStatus, Severity
+
+if TYPE_CHECKING:
+    from dradiag.analyses.rule_matching import RuleHit
 
 
 def _missing_kind(pc: PodClaim) -> Kind:
@@ -111,6 +122,21 @@ def unresolved_claims(
     ]
 
 
+def _creation_failures(snapshot: Snapshot, pod: K8sObject) -> list[RuleHit]:
+    """Rule hits of the pod's own events that say why its claim was not created.
+
+    The resourceclaim controller reports it on the pod (``FailedResourceClaimCreation``:
+    a template "not found", a webhook that denied the claim): that event settles what a
+    missing template in the snapshot cannot, even when templates were not read.
+    """
+    rulebook = optional_rulebook()
+    match_events = optional_matcher("match_events")
+    if rulebook is None or match_events is None:
+        return []
+    events = snapshot.events_for("Pod", namespace_of(pod), name_of(pod), uid_of(pod) or None)
+    return [h for h in match_events(rulebook, events) if h.rule.id == SEL_CLAIM_CREATION_FAILED]
+
+
 def diagnose_unresolved(
     snapshot: Snapshot, pod: K8sObject, resolved: Sequence[PodClaim] | None = None
 ) -> Diagnosis | None:
@@ -118,13 +144,26 @@ def diagnose_unresolved(
     missing = unresolved_claims(snapshot, pod, resolved)
     if not missing:
         return None
-    findings = [_finding(snapshot, pod, pc) for pc in missing]
-    base = (
-        PhaseStatus.UNKNOWN
-        if all(f.severity is not Severity.ERROR for f in findings)
-        else PhaseStatus.OK
-    )
-    result = phase_result(optional_rulebook(), Phase.ALLOCATION, findings, base)
+    rulebook = optional_rulebook()
+    failures = _creation_failures(snapshot, pod)
+    explained = {h.captures.get("pod_claim") for h in failures}
+    findings = [_finding(snapshot, pod, pc) for pc in missing if pc.pod_claim_name not in explained]
+    results = []
+    if failures:
+        # The pod's namespace and name make the rule's generic steps concrete
+        # (`-n <ns>`, `kubectl describe pod -n NS NAME`), as a claim walk's are.
+        ctx = NextContext(
+            namespace=namespace_of(pod), pod_namespace=namespace_of(pod), pod_name=name_of(pod)
+        )
+        shown = [with_concrete_next(h.to_finding(), ctx) for h in failures]
+        results.append(phase_result(rulebook, Phase.SELECTION, shown, PhaseStatus.OK))
+    if findings or not failures:
+        base = (
+            PhaseStatus.UNKNOWN
+            if all(f.severity is not Severity.ERROR for f in findings)
+            else PhaseStatus.OK
+        )
+        results.append(phase_result(rulebook, Phase.ALLOCATION, findings, base))
     target = Target(
         kind="Pod",
         namespace=namespace_of(pod) or None,
@@ -132,4 +171,5 @@ def diagnose_unresolved(
         uid=uid_of(pod) or None,
         pods=(pod_key(pod),),
     )
-    return Diagnosis(target=target, verdict=decide_verdict(target, (result,)), phases=(result,))
+    phases = tuple(results)
+    return Diagnosis(target=target, verdict=decide_verdict(target, phases), phases=phases)

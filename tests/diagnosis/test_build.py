@@ -475,6 +475,42 @@ def test_pod_diagnosis_synthesizes_a_claim_not_created_yet(k8s):
     assert d.verdict.rule == "DRA-ALLOC-CLAIM-NOT-FOUND"
 
 
+@pytest.mark.parametrize("templates_read", [True, False])
+def test_the_controllers_claim_creation_event_settles_a_missing_template(k8s, templates_read):
+    """With templates unread, a missing one "may exist" (inconclusive) — unless the pod's
+    own FailedResourceClaimCreation event says it was not found: that settles it (was
+    inconclusive, kubernetes/kubernetes#129362)."""
+    p = k8s.pod(template_name="one-gpu", node=None, state="pending")
+    message = (
+        'PodResourceClaim gpu: resource claim template "one-gpu": '
+        'resourceclaimtemplate.resource.k8s.io "one-gpu" not found'
+    )
+    snap = k8s.snapshot(
+        pods=[p],
+        events=[k8s.event("FailedResourceClaimCreation", message, count=13)],
+        unknown=() if templates_read else (Kind.RESOURCE_CLAIM_TEMPLATE,),
+    )
+    [d] = diagnose_pod(snap, "ml", "train-0")
+    assert d.verdict.status is VerdictStatus.BROKEN
+    assert (d.verdict.phase, d.verdict.rule) == (Phase.SELECTION, "DRA-SEL-CLAIM-CREATION-FAILED")
+    rules = [f.rule for ph in d.phases for f in ph.findings]
+    assert "DRA-ALLOC-NOT-COLLECTED" not in rules
+    assert "kubectl describe pod -n ml train-0" in d.verdict.next
+
+
+def test_a_creation_failure_of_another_pod_claim_leaves_this_one_inconclusive(k8s):
+    p = k8s.pod(template_name="one-gpu", node=None, state="pending")
+    other = 'PodResourceClaim nic: resource claim template "nic": ... "nic" not found'
+    snap = k8s.snapshot(
+        pods=[p],
+        events=[k8s.event("FailedResourceClaimCreation", other)],
+        unknown=(Kind.RESOURCE_CLAIM_TEMPLATE,),
+    )
+    [d] = diagnose_pod(snap, "ml", "train-0")
+    rules = [f.rule for ph in d.phases for f in ph.findings]
+    assert "DRA-ALLOC-NOT-COLLECTED" in rules and "DRA-SEL-CLAIM-CREATION-FAILED" in rules
+
+
 def test_scan_lists_unhealthy_claims_and_nodes_sorted_by_phase(k8s):
     healthy = k8s.healthy_objects()
     broken_claim = k8s.claim(
