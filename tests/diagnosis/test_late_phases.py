@@ -196,7 +196,9 @@ def test_the_current_prepare_failure_outranks_an_older_one(k8s):
     d = diagnose_claim(_mig_prepare_snapshot(k8s), "ml", "train-gpu")
     assert d.verdict.phase is Phase.PREPARE
     assert d.verdict.rule == "DRA-PREP-MIG-CREATE-FAILED"
-    older = [f for f in _phase(d, Phase.PREPARE).findings if f.rule == "DRA-PREP-CDI-SPEC-FAILED"]
+    older = [
+        f for f in _phase(d, Phase.PREPARE).findings if f.rule == "DRA-PREP-CDI-MIG-CAPS-UNREADABLE"
+    ]
     assert older and older[0].severity is Severity.INFO
 
 
