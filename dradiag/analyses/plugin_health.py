@@ -107,6 +107,9 @@ PLUGIN_IMAGES: Mapping[str, str] = {
 nvidia-gpu``) and the chart ``<name>`` each implies."""
 PLUGIN_BINARIES = ("gpu-kubelet-plugin", "compute-domain-kubelet-plugin")
 """What the plugin containers run; the controller and webhook share the image but not these."""
+OTHER_BINARIES = ("compute-domain-daemon", "compute-domain-controller", "webhook")
+"""What the driver image's other workloads run: the ComputeDomain (IMEX) daemon, itself a
+DaemonSet pod that consumes a claim, the controller and the webhook."""
 
 
 def _image_chart(image: object) -> str | None:
@@ -141,13 +144,18 @@ def plugin_chart_name(pod: K8sObject) -> str | None:
     for chart in CHART_NAMES:
         if name.startswith(f"{chart}-kubelet-plugin-"):
             return chart
+    # The driver image alone does not make a plugin: the ComputeDomain daemon is a
+    # DaemonSet of the same image, and it consumes a claim, which no plugin does.
+    if (pod.get("spec") or {}).get("resourceClaims"):
+        return None
     for container in _containers(pod):
         by_image = _image_chart(container.get("image"))
         command = " ".join(
             str(c) for c in [*(container.get("command") or ()), *(container.get("args") or ())]
         )
         runs_plugin = any(binary in command for binary in PLUGIN_BINARIES)
-        if by_image is not None and (daemonset or runs_plugin):
+        runs_other = not runs_plugin and any(binary in command for binary in OTHER_BINARIES)
+        if by_image is not None and (daemonset or runs_plugin) and not runs_other:
             return by_image
         if container.get("name") == GPU_CONTAINER and PLUGIN_BINARIES[0] in command:
             # A mirrored or rebuilt image: the container and its binary still say it.

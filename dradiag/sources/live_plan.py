@@ -82,6 +82,10 @@ _DRIVER_IN_CEL = re.compile(r"""device\.driver\s*==\s*['"]([^'"]+)['"]""")
 # -- object predicates ----------------------------------------------------------------
 
 
+NON_PLUGIN_BINARIES = ("compute-domain-daemon", "compute-domain-controller", "webhook")
+"""The driver image's other workloads (as ``plugin_health.OTHER_BINARIES``)."""
+
+
 def is_kubelet_plugin_pod(pod: K8sObject) -> bool:
     """A DRA driver's kubelet-plugin pod, recognised as nvidia-driver-facts §10 advises.
 
@@ -97,6 +101,9 @@ def is_kubelet_plugin_pod(pod: K8sObject) -> bool:
         isinstance(ref, Mapping) and ref.get("kind") == "DaemonSet"
         for ref in meta.get("ownerReferences") or ()
     )
+    # The ComputeDomain (IMEX) daemon is a DaemonSet of the driver image too, but it
+    # consumes a claim (no plugin does) and runs its own binary.
+    daemonset = daemonset and not (pod.get("spec") or {}).get("resourceClaims")
     for container in (pod.get("spec") or {}).get("containers") or []:
         words = [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
         if container.get("name") == PLUGIN_CONTAINER and any(
@@ -106,7 +113,10 @@ def is_kubelet_plugin_pod(pod: K8sObject) -> bool:
         # The driver image run by a DaemonSet (selectorLabelsOverride, renamed chart);
         # analyses/plugin_health.plugin_chart_name accepts the same pods.
         repo = str(container.get("image") or "").split("@", 1)[0].rsplit("/", 1)[-1]
-        if daemonset and repo.split(":", 1)[0] in PLUGIN_IMAGE_REPOSITORIES:
+        other = any(b in w for w in words for b in NON_PLUGIN_BINARIES) and not any(
+            b in w for w in words for b in ("gpu-kubelet-plugin", "compute-domain-kubelet-plugin")
+        )
+        if daemonset and not other and repo.split(":", 1)[0] in PLUGIN_IMAGE_REPOSITORIES:
             return True
     return False
 

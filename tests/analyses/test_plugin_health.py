@@ -190,6 +190,36 @@ def _variants():
             False,
         ),
         "a workload": (pod(containers=[{"name": "main", "image": "pytorch:25"}]), False),
+        # The ComputeDomain (IMEX) daemon: a DaemonSet of the driver image that consumes a
+        # claim; once taken for a plugin without a 'gpus' container (a false publication
+        # warning, and 'kubectl logs -c gpus' on it).
+        "ComputeDomain daemon DaemonSet on the same image": (
+            pod(
+                owner=("DaemonSet", "nvbandwidth-test-compute-domain-pvl9g"),
+                containers=[
+                    {
+                        "name": "compute-domain-daemon",
+                        "image": img,
+                        "command": ["compute-domain-daemon", "run"],
+                    }
+                ],
+            ),
+            False,
+        ),
+        "ComputeDomain daemon with a claim and no command": (
+            {
+                **pod(
+                    owner=("DaemonSet", "imex-x"),
+                    containers=[{"name": "daemon", "image": img}],
+                ),
+                "spec": {
+                    "nodeName": "n1",
+                    "containers": [{"name": "daemon", "image": img}],
+                    "resourceClaims": [{"name": "d", "resourceClaimTemplateName": "t"}],
+                },
+            },
+            False,
+        ),
     }
 
 

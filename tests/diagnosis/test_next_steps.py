@@ -127,6 +127,9 @@ KUBECTL_TYPES = {
     "deployment",
     "deployments",
     "validatingadmissionpolicy",
+    # The NVIDIA driver's ComputeDomain CRD (group resource.nvidia.com).
+    "computedomains",
+    "computedomains.resource.nvidia.com",
 }
 FIELD_SELECTORS = {
     "events": {
