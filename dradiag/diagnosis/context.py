@@ -24,6 +24,7 @@ from dradiag.analyses.timeline import (
 from dradiag.diagnosis.links import ClaimLinks
 from dradiag.diagnosis.resolve import pod_claim_names_for
 from dradiag.diagnosis.rule_ids import NOT_COLLECTED
+from dradiag.snapshot.driver_workloads import COMPUTE_DOMAIN_LABEL, compute_domain_ids
 from dradiag.snapshot.model import (
     RESOURCE_OF_KIND,
     K8sObject,
@@ -534,6 +535,19 @@ class ClaimWalk:
                                 log_container=log.container,
                             )
                         )
+            for daemon in self.compute_domain_daemons():
+                # The claim's own ComputeDomain daemon: its failure is why the channel
+                # cannot be prepared, so its hits count for the claim, not for a pod.
+                for log in self.snapshot.logs_for(namespace_of(daemon), name_of(daemon)):
+                    for hit in match_logs(self.rulebook, [log]):
+                        out.append(
+                            RuleHit(
+                                finding=hit.to_finding(),
+                                pod=None,
+                                log_previous=log.previous,
+                                log_container=log.container,
+                            )
+                        )
         if self.rulebook is not None and match_events is not None and match_logs is not None:
             out += self._component_hits(match_events, match_logs)
         # Known issues first: a version-matched cause decides its phase ahead of the
@@ -572,6 +586,30 @@ class ClaimWalk:
             or message_names_claim(m.line, self.claim, ns)
             or (not m.from_event and m.finding.phase is Phase.PUBLICATION)
         ]
+
+    def compute_domain_daemons(self) -> list[K8sObject]:
+        """The ComputeDomain (IMEX) daemon pods of the claim's ComputeDomain, on its nodes.
+
+        A ``compute-domain.nvidia.com`` claim names its domain in its opaque config
+        (``domainID``); the driver labels that domain's daemon pods
+        ``resource.nvidia.com/computeDomain: <domainID>``. A channel claim is prepared only
+        once its domain's daemons are ready, so their logs are this claim's evidence.
+        """
+        domains = compute_domain_ids(self.claim)
+        if not domains:
+            return []
+        nodes = set(self.nodes())
+        out: list[K8sObject] = []
+        for domain in domains:
+            for pod in self.snapshot.mentioning(Kind.POD, domain):
+                labels = (pod.get("metadata") or {}).get("labels") or {}
+                if not isinstance(labels, Mapping) or labels.get(COMPUTE_DOMAIN_LABEL) != domain:
+                    continue
+                node = (pod.get("spec") or {}).get("nodeName")
+                if nodes and node not in nodes:
+                    continue
+                out.append(pod)
+        return out
 
     def hits_for(self, phase: Phase) -> list[RuleHit]:
         return [h for h in self.hits() if h.finding.phase is phase]

@@ -43,3 +43,28 @@ def mps_requests(claim: K8sObject) -> list[str]:
 def is_mps_daemon(deployment: K8sObject) -> bool:
     """A Deployment named as the driver names its MPS control daemons."""
     return name_of(deployment).startswith(DAEMON_PREFIX)
+
+
+COMPUTE_DOMAIN_DRIVER = "compute-domain.nvidia.com"
+COMPUTE_DOMAIN_LABEL = "resource.nvidia.com/computeDomain"
+"""The label the driver puts on a ComputeDomain's daemon pods: the domain's UID."""
+
+
+def compute_domain_ids(claim: K8sObject) -> list[str]:
+    """The ComputeDomains a ``compute-domain.nvidia.com`` claim is for (its opaque
+    config's ``domainID``, in the spec or copied into the allocation), first seen first."""
+    seen: dict[str, None] = {}
+    spec_config = ((claim.get("spec") or {}).get("devices") or {}).get("config") or []
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    status_config = (allocation.get("devices") or {}).get("config") or []
+    for entry in (*spec_config, *status_config):
+        if not isinstance(entry, Mapping):
+            continue
+        opaque = entry.get("opaque") or {}
+        if not isinstance(opaque, Mapping) or opaque.get("driver") != COMPUTE_DOMAIN_DRIVER:
+            continue
+        parameters = opaque.get("parameters") or {}
+        domain = parameters.get("domainID") if isinstance(parameters, Mapping) else None
+        if isinstance(domain, str) and domain:
+            seen.setdefault(domain, None)
+    return list(seen)
