@@ -58,6 +58,7 @@ KUBECTL_VERBS: dict[str, set[str]] = {
         "--selector",
         "--field-selector",
         "--show-labels",
+        "--show-managed-fields",
         "-A",
         "--all-namespaces",
         "--raw",
