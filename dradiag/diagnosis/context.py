@@ -239,6 +239,9 @@ class RuleHit:
     log_container: str = ""
     last_seen: str | None = None
     """For an event hit: the event's last occurrence (current evidence outranks older)."""
+    first_seen: str | None = None
+    count: int = 1
+    """For an event hit: its first occurrence and how many there were (how long it lasts)."""
 
 
 @dataclass(slots=True)
@@ -484,7 +487,13 @@ class ClaimWalk:
                 for ev in events:
                     for hit in match_events(self.rulebook, [ev]):
                         out.append(
-                            RuleHit(finding=hit.to_finding(), pod=pod, last_seen=hit.last_seen)
+                            RuleHit(
+                                finding=hit.to_finding(),
+                                pod=pod,
+                                last_seen=hit.last_seen,
+                                first_seen=hit.first_seen,
+                                count=hit.count,
+                            )
                         )
         match_objects = optional_matcher("match_objects")
         if self.rulebook is not None and match_objects is not None:

@@ -550,3 +550,31 @@ def test_decompose_fit_error():
         (2, "node(s) didn't match Pod's node affinity/selector"),
     ]
     assert decompose_fit_error("running PreBind plugin: boom") == []
+
+
+IN_FLIGHT = (
+    "0/3 nodes are available: resource claim ml/train-gpu is in the process of being allocated."
+)
+
+
+@pytest.mark.parametrize(
+    ("count", "last", "expected"),
+    [
+        (2, "2026-05-01T11:01:02Z", Severity.INFO),  # seconds: the first pod's allocation
+        (2, "2026-05-01T11:30:00Z", Severity.ERROR),  # half an hour: stuck
+        (5000, "2026-05-01T11:01:30Z", Severity.ERROR),  # a retry loop, whatever the span
+    ],
+)
+def test_an_allocation_in_flight_that_lasts_is_an_error(k8s, count, last, expected):
+    p = k8s.pod(node=None, state="pending", unschedulable_message=IN_FLIGHT)
+    claim = k8s.claim()
+    snap = k8s.snapshot(
+        claims=[claim],
+        pods=[p],
+        events=[k8s.event("FailedScheduling", IN_FLIGHT, count=count, last=last)],
+    )
+    d = diagnose_claim(snap, "ml", "train-gpu")
+    [f] = [f for ph in d.phases for f in ph.findings if f.rule == "DRA-ALLOC-ALLOCATION-IN-FLIGHT"]
+    assert f.severity is expected
+    if expected is Severity.ERROR:
+        assert f"({count} times)" in f.detail and "gang" not in f.detail

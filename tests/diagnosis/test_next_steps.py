@@ -131,6 +131,8 @@ KUBECTL_TYPES = {
     # The NVIDIA driver's ComputeDomain CRD (group resource.nvidia.com).
     "computedomains",
     "computedomains.resource.nvidia.com",
+    # Gang scheduling's Workload (scheduling.k8s.io, Kubernetes 1.35+).
+    "workloads.scheduling.k8s.io",
 }
 FIELD_SELECTORS = {
     "events": {

@@ -17,6 +17,7 @@ from dradiag.analyses.timeline import (
 from dradiag.diagnosis import placement
 from dradiag.diagnosis.context import (
     ClaimWalk,
+    RuleHit,
     claim_devices,
     pod_condition,
     pod_done,
@@ -246,7 +247,7 @@ def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> P
     pending = [
         p for p in walk.pods if not (p.get("spec") or {}).get("nodeName") and not pod_done(p)
     ]
-    findings += [h.finding for h in hits]
+    findings += [_persisting_in_flight(walk, h) for h in hits]
     matched_pods = {id(h.pod) for h in hits if h.pod is not None}
     saw_evidence = bool(hits)
     for pod in pending:
@@ -462,3 +463,68 @@ def not_created_findings(walk: ClaimWalk) -> list[Finding]:
             )
         )
     return findings
+
+
+IN_FLIGHT_RULE = "DRA-ALLOC-ALLOCATION-IN-FLIGHT"
+IN_FLIGHT_LOOP_COUNT = 100
+"""Retries of "is in the process of being allocated" past which it is a loop, whatever
+the span: the scheduler writes an allocation in flight within seconds (PreBind)."""
+
+
+def _persisting_in_flight(walk: ClaimWalk, hit: RuleHit) -> Finding:
+    """``hit``'s finding; an allocation "in flight" that has lasted is an error, not news.
+
+    The message is transient by nature: pods sharing a claim wait while the first one's
+    allocation is written. Repeated for longer than the walk's stuck-after (or more than
+    :data:`IN_FLIGHT_LOOP_COUNT` times) it is a scheduler that never finishes that
+    allocation; when the pods sharing the claim are scheduled as one gang (``workloadRef``)
+    that is kubernetes/kubernetes#137617 (PreFilter rejects the gang's later pods while
+    the first one's allocation is pending, and the gang never binds).
+    """
+    finding = hit.finding
+    if finding.rule != IN_FLIGHT_RULE:
+        return finding
+    first, last = parse_time(hit.first_seen), parse_time(hit.last_seen)
+    span = last - first if first is not None and last is not None else None
+    if hit.count < IN_FLIGHT_LOOP_COUNT and (span is None or span < walk.options.stuck_after):
+        return finding
+    lasted = f"for {format_age(span)} " if span is not None and span.total_seconds() > 0 else ""
+    gang = sorted(
+        {
+            str(ref.get("name"))
+            for pod in walk.pods
+            if isinstance(ref := (pod.get("spec") or {}).get("workloadRef"), Mapping)
+            and ref.get("name")
+        }
+    )
+    why = (
+        f"The pods sharing the claim are scheduled as one gang (Workload {', '.join(gang)}): "
+        "kube-scheduler rejects the gang's later pods while the first one's allocation of the "
+        "shared claim is pending, so the gang never binds and the allocation never completes "
+        "(kubernetes/kubernetes#137617). Give each pod of the gang its own claim (a template), "
+        "or run a kube-scheduler with the fix."
+        if gang
+        else "The scheduler never finishes writing that allocation: look for a kube-scheduler "
+        "stuck in PreBind or failing to update the claim."
+    )
+    return replace(
+        finding,
+        severity=Severity.ERROR,
+        title="the claim's allocation has been in flight for too long",
+        detail=f"{finding.detail} It has repeated {lasted}({hit.count} times): an allocation in "
+        f"flight is written within seconds, so this one is stuck. {why}",
+        cause="an allocation in flight that never completes"
+        + (" (gang scheduling of pods sharing one claim)" if gang else ""),
+        next=(
+            *finding.next,
+            *(
+                (
+                    f"kubectl get workloads.scheduling.k8s.io -n {namespace_of(walk.claim)} {gang[0]} -o yaml",
+                )
+                if gang
+                else ()
+            ),
+            "kubectl logs -n kube-system -l component=kube-scheduler --tail=200 | grep -i "
+            f"{name_of(walk.claim)}",
+        ),
+    )
