@@ -533,26 +533,18 @@ class ClaimWalk:
                                 log_container=log.container,
                             )
                         )
-            for pod in self.pods:
+            # The claim's pods' logs, tied to their pod; the claim's own ComputeDomain
+            # daemons' logs (their failure is why a channel cannot be prepared) count for
+            # the claim, not for a pod.
+            logged: list[tuple[K8sObject, K8sObject | None]] = [(p, p) for p in self.pods]
+            logged += [(d, None) for d in self.compute_domain_daemons()]
+            for pod, tied in logged:
                 for log in self.snapshot.logs_for(namespace_of(pod), name_of(pod)):
                     for hit in match_logs(self.rulebook, [log]):
                         out.append(
                             RuleHit(
                                 finding=hit.to_finding(),
-                                pod=pod,
-                                log_previous=log.previous,
-                                log_container=log.container,
-                            )
-                        )
-            for daemon in self.compute_domain_daemons():
-                # The claim's own ComputeDomain daemon: its failure is why the channel
-                # cannot be prepared, so its hits count for the claim, not for a pod.
-                for log in self.snapshot.logs_for(namespace_of(daemon), name_of(daemon)):
-                    for hit in match_logs(self.rulebook, [log]):
-                        out.append(
-                            RuleHit(
-                                finding=hit.to_finding(),
-                                pod=None,
+                                pod=tied,
                                 log_previous=log.previous,
                                 log_container=log.container,
                             )

@@ -251,6 +251,15 @@ def test_pod_with_unreadable_resource_claims_is_skipped() -> None:
     )
 
 
+def _pod_with_extended_status(status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": META,
+        "status": {"phase": "Running", "extendedResourceClaimStatus": status},
+    }
+
+
 @pytest.mark.parametrize(
     ("status", "path", "expected"),
     [
@@ -265,13 +274,7 @@ def test_pod_with_an_unreadable_extended_resource_claim_status_is_skipped(
 ) -> None:
     # Once an internal TypeError (the fuzzer); dropped, the pod would lose its link to
     # the claim made for its extended resources, or a wrong mapping would go unseen.
-    obj = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": META,
-        "status": {"phase": "Running", "extendedResourceClaimStatus": status},
-    }
-    kept, warnings = _one(Kind.POD, obj)
+    kept, warnings = _one(Kind.POD, _pod_with_extended_status(status))
     field_path = "status.extendedResourceClaimStatus" + (f".{path}" if path else "")
     assert kept is None
     assert len(warnings) == 1 and f"{field_path}: " in warnings[0]
@@ -283,13 +286,7 @@ def test_pod_extended_resource_mapping_with_a_wrong_container_name_is_trimmed() 
         "resourceClaimName": "job-0-extended-resources-abcde",
         "requestMappings": [{"containerName": 1, "requestName": "r0", "resourceName": "x/gpu"}],
     }
-    obj = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": META,
-        "status": {"phase": "Running", "extendedResourceClaimStatus": status},
-    }
-    kept, warnings = _one(Kind.POD, obj)
+    kept, warnings = _one(Kind.POD, _pod_with_extended_status(status))
     assert kept["status"]["extendedResourceClaimStatus"]["requestMappings"] == [
         {"requestName": "r0", "resourceName": "x/gpu"}
     ]
