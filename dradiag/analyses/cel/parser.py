@@ -84,6 +84,10 @@ _RESERVED = frozenset(
 )
 
 
+_DIGITS = frozenset("0123456789")
+"""The digits a CEL number starts with (ASCII only)."""
+
+
 # --------------------------------------------------------------------------------------
 # AST
 # --------------------------------------------------------------------------------------
@@ -235,10 +239,13 @@ class _Lexer:
                 return out
             start = self.i
             ch = text[start]
-            if ch.isdigit() or (ch == "." and start + 1 < n and text[start + 1].isdigit()):
+            # ASCII only: CEL's identifiers and digits are ASCII, and str.isalpha() /
+            # isdigit() are true for '日' or '٣', which an ASCII-only scan below would
+            # not advance past (an endless loop: the lexer once hung on '日本語').
+            if ch in _DIGITS or (ch == "." and start + 1 < n and text[start + 1] in _DIGITS):
                 out.append(self._number())
                 continue
-            if ch.isalpha() or ch == "_":
+            if (ch.isascii() and ch.isalpha()) or ch == "_":
                 j = start
                 while j < n and (text[j].isalnum() or text[j] == "_") and text[j].isascii():
                     j += 1

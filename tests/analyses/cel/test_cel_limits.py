@@ -206,3 +206,17 @@ def test_what_python_cannot_compile_is_a_clear_compile_error() -> None:
         inner = f"[1].all(x{i}, {inner})"
     err = compile_error(inner)
     assert err.reason.startswith("expression too complex for dradiag's CEL engine")
+
+
+@pytest.mark.parametrize(
+    ("expression", "column"),
+    [("日本語", 1), ("x日 == 1", 2), ("٣ == 3", 1), ("device.driver == 'gpu' && é", 27)],
+)
+def test_a_non_ascii_letter_or_digit_outside_a_string_is_cel_gos_token_error(
+    expression: str, column: int
+) -> None:
+    # str.isalpha()/isdigit() are true for them, and the ASCII-only scan did not advance
+    # past one: the lexer looped forever, growing without bound (found by bench/fuzz.py).
+    err = compile_error(expression)
+    assert err.reason == f"Syntax error: token recognition error at: '{expression[column - 1]}'"
+    assert outcome("device.driver == '日本語'") is False
