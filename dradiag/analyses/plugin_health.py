@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from dradiag.analyses.error_chain import clip_middle
+from dradiag.snapshot.driver_workloads import PLUGIN_BINARIES, other_driver_workload
 from dradiag.snapshot.model import Coverage, K8sObject, Kind, Snapshot, name_of, namespace_of
 from dradiag.vocabulary import Evidence, EvidenceSource, Finding, Phase, Severity
 
@@ -105,11 +106,6 @@ PLUGIN_IMAGES: Mapping[str, str] = {
 """Image repository names of the two generations (nvidia-driver-facts §5.1, §10:
 ``nvcr.io/nvidia/k8s-dra-driver-gpu``, ``registry.k8s.io/dra-driver-nvidia/dra-driver-
 nvidia-gpu``) and the chart ``<name>`` each implies."""
-PLUGIN_BINARIES = ("gpu-kubelet-plugin", "compute-domain-kubelet-plugin")
-"""What the plugin containers run; the controller and webhook share the image but not these."""
-OTHER_BINARIES = ("compute-domain-daemon", "compute-domain-controller", "webhook")
-"""What the driver image's other workloads run: the ComputeDomain (IMEX) daemon, itself a
-DaemonSet pod that consumes a claim, the controller and the webhook."""
 
 
 def _image_chart(image: object) -> str | None:
@@ -144,18 +140,18 @@ def plugin_chart_name(pod: K8sObject) -> str | None:
     for chart in CHART_NAMES:
         if name.startswith(f"{chart}-kubelet-plugin-"):
             return chart
-    # The driver image alone does not make a plugin: the ComputeDomain daemon is a
-    # DaemonSet of the same image, and it consumes a claim, which no plugin does.
-    if (pod.get("spec") or {}).get("resourceClaims"):
-        return None
     for container in _containers(pod):
         by_image = _image_chart(container.get("image"))
         command = " ".join(
             str(c) for c in [*(container.get("command") or ()), *(container.get("args") or ())]
         )
         runs_plugin = any(binary in command for binary in PLUGIN_BINARIES)
-        runs_other = not runs_plugin and any(binary in command for binary in OTHER_BINARIES)
-        if by_image is not None and (daemonset or runs_plugin) and not runs_other:
+        # The driver image alone does not make a plugin (the ComputeDomain daemon).
+        if (
+            by_image is not None
+            and (daemonset or runs_plugin)
+            and not other_driver_workload(pod, command)
+        ):
             return by_image
         if container.get("name") == GPU_CONTAINER and PLUGIN_BINARIES[0] in command:
             # A mirrored or rebuilt image: the container and its binary still say it.

@@ -97,6 +97,9 @@ UNPREP_LEAKED_BY_OTHER_CLAIM = "DRA-UNPREP-LEAKED-STATE"
 SEL_CLAIM_CREATION_FAILED = "DRA-SEL-CLAIM-CREATION-FAILED"
 """The resourceclaim controller's ``FailedResourceClaimCreation`` on a pod: a pod whose
 claim is missing reads it to say why (``unresolved``)."""
+ALLOC_ALLOCATION_IN_FLIGHT = "DRA-ALLOC-ALLOCATION-IN-FLIGHT"
+"""The scheduler's "is in the process of being allocated": the allocation phase makes it an
+error once it has lasted (``phases/allocation._persisting_in_flight``)."""
 
 
 NOT_COLLECTED: Mapping[Phase, str] = {p: f"DRA-{c}-NOT-COLLECTED" for p, c in PHASE_CODE.items()}

@@ -68,3 +68,24 @@ def compute_domain_ids(claim: K8sObject) -> list[str]:
         if isinstance(domain, str) and domain:
             seen.setdefault(domain, None)
     return list(seen)
+
+
+PLUGIN_BINARIES = ("gpu-kubelet-plugin", "compute-domain-kubelet-plugin")
+"""What the kubelet-plugin containers run; the driver image's other workloads do not."""
+OTHER_BINARIES = ("compute-domain-daemon", "compute-domain-controller", "webhook")
+"""What the driver image's other workloads run: the ComputeDomain (IMEX) daemon, itself a
+DaemonSet pod that consumes a claim, the controller and the webhook."""
+
+
+def other_driver_workload(pod: K8sObject, command: str) -> bool:
+    """True when a pod running the driver image is not its kubelet plugin: it consumes a
+    claim (the ComputeDomain daemon does, no plugin does), or a container's ``command``
+    (its command and args, joined) runs another of the image's binaries and no plugin one.
+
+    Live collection and the plugin-health analysis both ask it, so the pods one keeps as
+    plugin pods and the other calls plugin pods stay the same.
+    """
+    if (pod.get("spec") or {}).get("resourceClaims"):
+        return True
+    runs_plugin = any(binary in command for binary in PLUGIN_BINARIES)
+    return not runs_plugin and any(binary in command for binary in OTHER_BINARIES)

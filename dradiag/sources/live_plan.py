@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from dradiag.snapshot.driver_workloads import is_mps_daemon, mps_requests
+from dradiag.snapshot.driver_workloads import is_mps_daemon, mps_requests, other_driver_workload
 from dradiag.snapshot.model import (
     CollectionError,
     ContainerLog,
@@ -82,10 +82,6 @@ _DRIVER_IN_CEL = re.compile(r"""device\.driver\s*==\s*['"]([^'"]+)['"]""")
 # -- object predicates ----------------------------------------------------------------
 
 
-NON_PLUGIN_BINARIES = ("compute-domain-daemon", "compute-domain-controller", "webhook")
-"""The driver image's other workloads (as ``plugin_health.OTHER_BINARIES``)."""
-
-
 def is_kubelet_plugin_pod(pod: K8sObject) -> bool:
     """A DRA driver's kubelet-plugin pod, recognised as nvidia-driver-facts §10 advises.
 
@@ -101,9 +97,6 @@ def is_kubelet_plugin_pod(pod: K8sObject) -> bool:
         isinstance(ref, Mapping) and ref.get("kind") == "DaemonSet"
         for ref in meta.get("ownerReferences") or ()
     )
-    # The ComputeDomain (IMEX) daemon is a DaemonSet of the driver image too, but it
-    # consumes a claim (no plugin does) and runs its own binary.
-    daemonset = daemonset and not (pod.get("spec") or {}).get("resourceClaims")
     for container in (pod.get("spec") or {}).get("containers") or []:
         words = [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
         if container.get("name") == PLUGIN_CONTAINER and any(
@@ -113,10 +106,11 @@ def is_kubelet_plugin_pod(pod: K8sObject) -> bool:
         # The driver image run by a DaemonSet (selectorLabelsOverride, renamed chart);
         # analyses/plugin_health.plugin_chart_name accepts the same pods.
         repo = str(container.get("image") or "").split("@", 1)[0].rsplit("/", 1)[-1]
-        other = any(b in w for w in words for b in NON_PLUGIN_BINARIES) and not any(
-            b in w for w in words for b in ("gpu-kubelet-plugin", "compute-domain-kubelet-plugin")
-        )
-        if daemonset and not other and repo.split(":", 1)[0] in PLUGIN_IMAGE_REPOSITORIES:
+        if (
+            daemonset
+            and repo.split(":", 1)[0] in PLUGIN_IMAGE_REPOSITORIES
+            and not other_driver_workload(pod, " ".join(words))
+        ):
             return True
     return False
 

@@ -206,6 +206,25 @@ def _variants():
             ),
             False,
         ),
+        # Named and running the plugin binary, it is the plugin whatever else it holds
+        # (the two recognisers once disagreed here).
+        "gpus running the plugin, with a claim": (
+            {
+                **pod(),
+                "spec": {
+                    "nodeName": "n1",
+                    "containers": [
+                        {
+                            "name": "gpus",
+                            "image": "reg.local/x:1",
+                            "command": ["gpu-kubelet-plugin"],
+                        }
+                    ],
+                    "resourceClaims": [{"name": "d", "resourceClaimTemplateName": "t"}],
+                },
+            },
+            True,
+        ),
         "ComputeDomain daemon with a claim and no command": (
             {
                 **pod(

@@ -28,6 +28,7 @@ from dradiag.diagnosis.context import (
 from dradiag.diagnosis.findings import as_historical, event_evidence, phase_result
 from dradiag.diagnosis.model import PhaseResult
 from dradiag.diagnosis.rule_ids import (
+    ALLOC_ALLOCATION_IN_FLIGHT,
     ALLOC_BOUND_UNALLOCATED,
     ALLOC_CLAIM_NOT_CREATED,
     ALLOC_NO_CONSUMER,
@@ -465,7 +466,6 @@ def not_created_findings(walk: ClaimWalk) -> list[Finding]:
     return findings
 
 
-IN_FLIGHT_RULE = "DRA-ALLOC-ALLOCATION-IN-FLIGHT"
 IN_FLIGHT_LOOP_COUNT = 100
 """Retries of "is in the process of being allocated" past which it is a loop, whatever
 the span: the scheduler writes an allocation in flight within seconds (PreBind)."""
@@ -482,7 +482,7 @@ def _persisting_in_flight(walk: ClaimWalk, hit: RuleHit) -> Finding:
     the first one's allocation is pending, and the gang never binds).
     """
     finding = hit.finding
-    if finding.rule != IN_FLIGHT_RULE:
+    if finding.rule != ALLOC_ALLOCATION_IN_FLIGHT:
         return finding
     first, last = parse_time(hit.first_seen), parse_time(hit.last_seen)
     span = last - first if first is not None and last is not None else None
