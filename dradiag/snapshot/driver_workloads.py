@@ -10,7 +10,8 @@ these facts from here, the layer both stand on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from dradiag.snapshot.model import K8sObject, name_of
 
@@ -19,20 +20,29 @@ DAEMON_PREFIX = "mps-control-daemon-"
 NVIDIA_DRIVER = "gpu.nvidia.com"
 
 
+def _opaque_parameters(
+    config: Iterable[Any], driver: str
+) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """(config entry, its opaque parameters) for each entry of ``config`` that gives
+    ``driver`` opaque parameters; entries of another shape are passed over."""
+    for entry in config:
+        if not isinstance(entry, Mapping):
+            continue
+        opaque = entry.get("opaque") or {}
+        if not isinstance(opaque, Mapping) or opaque.get("driver") != driver:
+            continue
+        params = opaque.get("parameters") or {}
+        yield entry, params if isinstance(params, Mapping) else {}
+
+
 def mps_requests(claim: K8sObject) -> list[str]:
     """Requests of the claim configured with MPS sharing (``[]``: no MPS; ``["*"]``: a
     config entry without ``requests``, for every request). Config given by the
     DeviceClass is not in the claim and is not seen here."""
     out: list[str] = []
     config = ((claim.get("spec") or {}).get("devices") or {}).get("config") or []
-    for entry in config:
-        if not isinstance(entry, Mapping):
-            continue
-        opaque = entry.get("opaque") or {}
-        if not isinstance(opaque, Mapping) or opaque.get("driver") != NVIDIA_DRIVER:
-            continue
-        params = opaque.get("parameters") or {}
-        sharing = params.get("sharing") if isinstance(params, Mapping) else None
+    for entry, params in _opaque_parameters(config, NVIDIA_DRIVER):
+        sharing = params.get("sharing")
         if isinstance(sharing, Mapping) and sharing.get("strategy") == "MPS":
             for request in entry.get("requests") or ["*"]:
                 if str(request) not in out:
@@ -57,14 +67,10 @@ def compute_domain_ids(claim: K8sObject) -> list[str]:
     spec_config = ((claim.get("spec") or {}).get("devices") or {}).get("config") or []
     allocation = (claim.get("status") or {}).get("allocation") or {}
     status_config = (allocation.get("devices") or {}).get("config") or []
-    for entry in (*spec_config, *status_config):
-        if not isinstance(entry, Mapping):
-            continue
-        opaque = entry.get("opaque") or {}
-        if not isinstance(opaque, Mapping) or opaque.get("driver") != COMPUTE_DOMAIN_DRIVER:
-            continue
-        parameters = opaque.get("parameters") or {}
-        domain = parameters.get("domainID") if isinstance(parameters, Mapping) else None
+    for _entry, parameters in _opaque_parameters(
+        (*spec_config, *status_config), COMPUTE_DOMAIN_DRIVER
+    ):
+        domain = parameters.get("domainID")
         if isinstance(domain, str) and domain:
             seen.setdefault(domain, None)
     return list(seen)
