@@ -75,6 +75,14 @@ def known_issue_hits(walk: ClaimWalk) -> list[RuleHit]:
     for hit in found:
         subject = hit.subject
         pod = by_key.get((subject.namespace, subject.name)) if subject.kind == "Pod" else None
+        if (
+            pod is not None
+            and hit.rule.phase is Phase.PREPARE
+            and (pod.get("metadata") or {}).get("deletionTimestamp")
+        ):
+            # A pod being deleted no longer waits on Prepare: a symptom read from its
+            # status (ContainerCreating) is the deletion's, not a stalled Prepare's.
+            continue
         targets: list[K8sObject | None] = [pod]
         if pod is None and hit.rule.phase in PER_POD_PHASES:
             targets = [*walk.bound_pods()] or [None]

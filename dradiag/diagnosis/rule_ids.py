@@ -75,6 +75,10 @@ INJ_CREATE_FAILED = "DRA-INJ-CREATE-CONTAINER-ERROR"
 INJ_CDI_NOT_APPLIED = "DRA-INJ-CDI-NOT-APPLIED"
 
 
+INJ_CDI_EDITS_NOT_APPLIED = "DRA-INJ-CDI-EDITS-NOT-APPLIED"
+"""A container's log shows a variable or mount its claim's CDI spec always adds is absent."""
+
+
 INJ_CDI_SPEC_MISSING = "DRA-INJ-CDI-SPEC-MISSING"
 
 
@@ -102,6 +106,11 @@ ALLOC_ALLOCATION_IN_FLIGHT = "DRA-ALLOC-ALLOCATION-IN-FLIGHT"
 error once it has lasted (``phases/allocation._persisting_in_flight``)."""
 
 
+ALLOC_TAINT_EVICTED = "DRA-ALLOC-TAINT-EVICTED"
+"""The device taint eviction controller deletes a pod of the claim
+(``phases/taint_eviction``)."""
+
+
 NOT_COLLECTED: Mapping[Phase, str] = {p: f"DRA-{c}-NOT-COLLECTED" for p, c in PHASE_CODE.items()}
 """Per phase, the rule of "the evidence this phase needs was not collected"."""
 
@@ -118,11 +127,13 @@ CODE_RULE_IDS: tuple[str, ...] = (
     ALLOC_CLAIM_NOT_CREATED,
     ALLOC_BOUND_UNALLOCATED,
     ALLOC_NODE_AFFINITY,
+    ALLOC_TAINT_EVICTED,
     PREP_FAILED,
     PREP_STUCK,
     PREP_MPS_DAEMON_DOWN,
     INJ_CREATE_FAILED,
     INJ_CDI_NOT_APPLIED,
+    INJ_CDI_EDITS_NOT_APPLIED,
     INJ_CDI_SPEC_MISSING,
     WORK_CONTAINER_CRASHING,
     UNPREP_STALE_RESERVATION,

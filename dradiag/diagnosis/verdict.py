@@ -130,10 +130,17 @@ def _healthy(who: str, phases: Sequence[PhaseResult]) -> Verdict:
             else:
                 break
         state = _REACHED_WORDS[last_before_gap.phase]
+        if last_before_gap.phase is Phase.WORKLOAD and last_before_gap.status is PhaseStatus.WARN:
+            # A container that keeps failing is not "running": the device was delivered.
+            state = "delivered to the containers"
     else:
         state = "not started"
     text = f"{who}: nothing broken — {state}"
-    if pending is not None and state not in ("in use by running containers", "released"):
+    if pending is not None and state not in (
+        "in use by running containers",
+        "delivered to the containers",
+        "released",
+    ):
         text += f"; {pending.phase.value} not reached yet"
         if pending.summary:
             text += f" ({pending.summary})"

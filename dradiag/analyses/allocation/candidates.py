@@ -38,6 +38,7 @@ __all__ = [
     "PreparedSelectors",
     "SelectorEngine",
     "device_entries",
+    "device_taints",
 ]
 
 DeviceRef = tuple[str, str, str]
@@ -174,9 +175,11 @@ class DeviceEntry:
         return None
 
 
-def _taints_for(
+def device_taints(
     slc: K8sObject, dev: Mapping[str, Any], taint_rules: Sequence[K8sObject]
 ) -> tuple[Mapping[str, Any], ...]:
+    """The taints of device ``dev`` of slice ``slc``: its own and the DeviceTaintRules' that
+    select it by driver, pool and device name (a rule's taint carries ``_rule``, its name)."""
     taints = [t for t in dev.get("taints") or [] if isinstance(t, Mapping)]
     if taint_rules:
         spec = slc.get("spec") or {}
@@ -227,7 +230,7 @@ def device_entries(
                     slc,
                     pool,
                     (driver, pool_name, name),
-                    _taints_for(slc, dev, taint_rules) if taint_rules or get("taints") else (),
+                    device_taints(slc, dev, taint_rules) if taint_rules or get("taints") else (),
                     bool(get("consumesCounters")),
                     per_device,
                     bool(get("allowMultipleAllocations")),

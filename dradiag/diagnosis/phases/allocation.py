@@ -27,6 +27,7 @@ from dradiag.diagnosis.context import (
 )
 from dradiag.diagnosis.findings import as_historical, event_evidence, phase_result
 from dradiag.diagnosis.model import PhaseResult
+from dradiag.diagnosis.phases.taint_eviction import taint_eviction_findings
 from dradiag.diagnosis.rule_ids import (
     ALLOC_ALLOCATION_IN_FLIGHT,
     ALLOC_BOUND_UNALLOCATED,
@@ -162,6 +163,7 @@ def phase_allocation(walk: ClaimWalk, selection: PhaseResult | None = None) -> P
             if (f := wiring.reservation_finding(walk.claim, pod)) is not None:
                 findings.append(f)
         findings += [as_historical(h.finding, "the claim is now allocated") for h in hits]
+        findings += taint_eviction_findings(walk)
         devices = claim_devices(walk.claim)
         summary = "allocated " + ", ".join(f"{pool}/{dev}" for _r, _d, pool, dev in devices)
         return phase_result(walk.rulebook, phase, findings, PhaseStatus.OK, summary)

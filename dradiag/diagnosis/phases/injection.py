@@ -29,7 +29,12 @@ from dradiag.diagnosis.context import (
 from dradiag.diagnosis.findings import as_historical, phase_result
 from dradiag.diagnosis.model import PhaseResult
 from dradiag.diagnosis.next_context import cdi_spec_files
-from dradiag.diagnosis.rule_ids import INJ_CDI_NOT_APPLIED, INJ_CDI_SPEC_MISSING, INJ_CREATE_FAILED
+from dradiag.diagnosis.rule_ids import (
+    INJ_CDI_EDITS_NOT_APPLIED,
+    INJ_CDI_NOT_APPLIED,
+    INJ_CDI_SPEC_MISSING,
+    INJ_CREATE_FAILED,
+)
 from dradiag.snapshot.model import (
     K8sObject,
     Kind,
@@ -159,6 +164,11 @@ def _hides_gpu(container: Mapping[str, Any]) -> str:
 _NO_DEVICE_RULES = frozenset({"DRA-WORK-NO-CUDA-DEVICE", "DRA-WORK-NVIDIA-SMI-FAILED"})
 """Workload signatures that mean no GPU reached the container at all."""
 
+_NO_EDITS_RULES = frozenset({"DRA-WORK-CDI-EDITS-MISSING"})
+"""Workload signatures that mean none of the claim's CDI edits reached the container: an
+environment variable or mount its spec always adds is absent, so the runtime did not apply
+the spec at all (a spec without device nodes would still carry them)."""
+
 
 def _cdi_not_applied(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Finding]:
     """A container that lists the claim, started after Prepare succeeded, and sees no GPU.
@@ -177,7 +187,9 @@ def _cdi_not_applied(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Find
     hits = [
         h
         for h in walk.hits_for(Phase.WORKLOAD)
-        if h.finding.rule in _NO_DEVICE_RULES and h.pod is not None and h.log_container
+        if h.finding.rule in _NO_DEVICE_RULES | _NO_EDITS_RULES
+        and h.pod is not None
+        and h.log_container
     ]
     out: list[Finding] = []
     for pod in started:
@@ -198,6 +210,9 @@ def _cdi_not_applied(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Find
                 continue
             reported.add(name)
             node = (pod.get("spec") or {}).get("nodeName")
+            if hit.finding.rule in _NO_EDITS_RULES:
+                out.append(_cdi_edits_absent(walk, pod, name, hit.finding, node))
+                continue
             out.append(
                 Finding(
                     rule=INJ_CDI_NOT_APPLIED,
@@ -253,6 +268,44 @@ def _cdi_not_applied(walk: ClaimWalk, started: Sequence[K8sObject]) -> list[Find
                 )
             )
     return out
+
+
+def _cdi_edits_absent(
+    walk: ClaimWalk, pod: K8sObject, name: str, signature: Finding, node: object
+) -> Finding:
+    """The container's log proves the claim's CDI spec was not applied at all.
+
+    Unlike a missing GPU, which a claim spec without device nodes also explains, an absent
+    variable or mount that the spec always adds (the ComputeDomain daemon's
+    ``COMPUTE_DOMAIN_UUID`` and ``/imexd``) leaves one cause: the runtime dropped the CDI
+    device IDs the kubelet passed (CDI disabled or unsupported;
+    dra-driver-nvidia-gpu#720, PR #965).
+    """
+    return Finding(
+        rule=INJ_CDI_EDITS_NOT_APPLIED,
+        phase=Phase.INJECTION,
+        severity=Severity.ERROR,
+        title="the runtime did not apply the claim's CDI edits (CDI disabled or unsupported)",
+        detail=f"Container {name!r} of pod {pod_key(pod)} lists ResourceClaim {walk.claim_key} "
+        f"in resources.claims and the claim was prepared on node {node} (the container "
+        f"started), yet its log shows that an environment variable or mount the claim's CDI "
+        f"spec always adds is missing ({signature.title}). The kubelet passed the claim's "
+        "CDI device IDs; a runtime with CDI disabled or unsupported drops them silently and "
+        "starts the container without the spec's edits.",
+        evidence=tuple(signature.evidence[:1]),
+        next=(
+            f"grep -n -A3 enable_cdi /etc/containerd/config.toml on {node}  "
+            "(containerd >= 1.7 with enable_cdi = true, or CRI-O)",
+            f"kubectl get node {node} -o jsonpath='{{.status.nodeInfo.containerRuntimeVersion}}'",
+            f"ls -l /var/run/cdi/ on {node}  (the claim's spec is there: the runtime did not "
+            "read it)",
+        ),
+        identifiers=(
+            ("pod", pod_key(pod)),
+            ("container", name),
+            *(("CDI device ID", c) for c in _cdi_ids(walk)[:2]),
+        ),
+    )
 
 
 def _full_gpus_of_container(walk: ClaimWalk, pod: K8sObject, name: str) -> int | None:
